@@ -1,0 +1,223 @@
+//! Inputs of the use cases, as the API receives them (JSON bodies) and the store applies them.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::interaction::{InteractionType, SuspensionReason};
+use super::job::{ExecutionAffinity, JobState, PauseBehavior};
+use super::validate::{self, ValidationError};
+use super::{RunId, SessionId};
+use crate::providers::spec::ResolvedSandboxSpec;
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(Default::default())
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Value,
+    #[serde(default)]
+    pub parent_session_id: Option<SessionId>,
+}
+
+impl CreateSession {
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        if let Some(title) = &self.title {
+            validate::text("title", title)?;
+        }
+        validate::json_object("metadata", &self.metadata)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRun {
+    #[serde(default)]
+    pub parent_run_id: Option<RunId>,
+    #[serde(default)]
+    pub sandbox_spec: Option<ResolvedSandboxSpec>,
+    pub resolved_spec_hash: String,
+    #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
+    pub input: serde_json::Value,
+}
+
+impl CreateRun {
+    /// Field checks; the spec itself is checked by `ResolvedSandboxSpec::validate`.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        validate::sha256_digest("resolved_spec_hash", &self.resolved_spec_hash)?;
+        validate::json_object("input", &self.input)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewCheckpoint {
+    pub codec_version: String,
+    pub sequence: i64,
+    #[schema(value_type = Object)]
+    pub state: serde_json::Value,
+    pub resolved_spec_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewInteraction {
+    pub interaction_type: InteractionType,
+    pub allowed_decisions: Vec<String>,
+    #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    #[serde(default)]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuspendRun {
+    pub fencing_token: i64,
+    pub reason: SuspensionReason,
+    pub checkpoint: NewCheckpoint,
+    #[serde(default)]
+    pub interaction: Option<NewInteraction>,
+}
+
+impl SuspendRun {
+    pub fn validate(&self, now: DateTime<Utc>) -> Result<(), ValidationError> {
+        validate::name("checkpoint.codec_version", &self.checkpoint.codec_version)?;
+        if self.checkpoint.sequence < 0 {
+            return Err(ValidationError::new(
+                "checkpoint.sequence",
+                "must not be negative",
+            ));
+        }
+        validate::sha256_digest(
+            "checkpoint.resolved_spec_hash",
+            &self.checkpoint.resolved_spec_hash,
+        )?;
+        if let Some(i) = &self.interaction {
+            validate::allowed_decisions("interaction.allowed_decisions", &i.allowed_decisions)?;
+            validate::json_object("interaction.payload", &i.payload)?;
+            if i.expires_at.is_some_and(|at| at <= now) {
+                return Err(ValidationError::new(
+                    "interaction.expires_at",
+                    "must be in the future",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplyInteraction {
+    pub decision: String,
+    #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    /// The interaction revision the user answered; a different current revision is a conflict.
+    #[serde(default)]
+    pub expected_revision: Option<i64>,
+}
+
+impl ReplyInteraction {
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        if self.decision.is_empty() || self.decision.len() > 128 {
+            return Err(ValidationError::new(
+                "decision",
+                "must be 1 to 128 characters",
+            ));
+        }
+        validate::json_object("payload", &self.payload)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmResumed {
+    pub fencing_token: i64,
+    pub resolved_spec_hash: String,
+    #[serde(default)]
+    pub spec_hash: Option<String>,
+    #[serde(default)]
+    pub policy_hash: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteRun {
+    pub fencing_token: i64,
+    #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
+    pub output: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FailRun {
+    pub fencing_token: i64,
+    #[schema(value_type = Object)]
+    pub error: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateJob {
+    pub fencing_token: i64,
+    pub kind: String,
+    #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    #[serde(default)]
+    pub pause_behavior: Option<PauseBehavior>,
+    #[serde(default)]
+    pub execution_affinity: Option<ExecutionAffinity>,
+}
+
+impl CreateJob {
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        validate::name("kind", &self.kind)?;
+        validate::json_object("payload", &self.payload)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateJob {
+    pub state: JobState,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRequest {
+    pub worker_id: String,
+    /// How many runs to claim at most (1 to 100, default 1).
+    #[serde(default)]
+    pub max: Option<u32>,
+    /// Long-poll: wait up to this many seconds for work (at most the configured limit).
+    #[serde(default)]
+    pub wait_seconds: Option<u32>,
+}
+
+impl ClaimRequest {
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        validate::name("worker_id", &self.worker_id)?;
+        if matches!(self.max, Some(0) | Some(101..)) {
+            return Err(ValidationError::new("max", "must be between 1 and 100"));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Heartbeat {
+    pub fencing_token: i64,
+}

@@ -1,0 +1,104 @@
+//! Interaction requests, suspensions and agent checkpoints.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{CheckpointId, InteractionId, RunId, SuspensionId};
+use crate::text_enum;
+
+text_enum! {
+    pub enum InteractionType as "interaction type" {
+        Approval => "approval",
+        Permission => "permission",
+        UserInput => "user_input",
+        Credential => "credential",
+        Elicitation => "elicitation",
+    }
+}
+
+text_enum! {
+    pub enum InteractionStatus as "interaction status" {
+        Pending => "pending",
+        Resolved => "resolved",
+        Expired => "expired",
+        Cancelled => "cancelled",
+    }
+}
+
+text_enum! {
+    pub enum SuspensionReason as "suspension reason" {
+        ApprovalRequired => "approval_required",
+        PermissionRequired => "permission_required",
+        InputRequired => "input_required",
+        ManualPause => "manual_pause",
+        ExternalEvent => "external_event",
+        ResourceWait => "resource_wait",
+        PolicyHold => "policy_hold",
+    }
+}
+
+impl SuspensionReason {
+    /// Only a policy hold is an unsafe pause (compute is kept, see the lifecycle rules).
+    pub fn is_unsafe(self) -> bool {
+        self == SuspensionReason::PolicyHold
+    }
+}
+
+text_enum! {
+    pub enum SuspensionStatus as "suspension status" {
+        Pending => "pending",
+        Resolving => "resolving",
+        Resolved => "resolved",
+        Cancelled => "cancelled",
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Resolution {
+    pub decision: String,
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    pub resolved_by: String,
+    pub resolved_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct InteractionRequest {
+    pub id: InteractionId,
+    pub run_id: RunId,
+    pub interaction_type: InteractionType,
+    pub status: InteractionStatus,
+    pub allowed_decisions: Vec<String>,
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    pub revision: i64,
+    pub requested_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub resolution: Option<Resolution>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Suspension {
+    pub id: SuspensionId,
+    pub run_id: RunId,
+    pub reason: SuspensionReason,
+    pub status: SuspensionStatus,
+    pub checkpoint_id: CheckpointId,
+    pub interaction_id: Option<InteractionId>,
+    pub requested_at: DateTime<Utc>,
+    pub resolved_at: Option<DateTime<Utc>>,
+}
+
+/// The agent's own checkpoint (not the sandbox's). Immutable once written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Checkpoint {
+    pub id: CheckpointId,
+    pub run_id: RunId,
+    pub sequence: i64,
+    pub codec_version: String,
+    #[schema(value_type = Object)]
+    pub state: serde_json::Value,
+    pub resolved_spec_hash: String,
+    pub created_at: DateTime<Utc>,
+}

@@ -1,0 +1,15 @@
+//! Pure domain types and rules: no I/O here.
+
+pub mod claim;
+pub mod commands;
+pub mod enums;
+pub mod ids;
+pub mod interaction;
+pub mod job;
+pub mod run;
+pub mod session;
+pub mod snapshot;
+pub mod token;
+pub mod validate;
+
+pub use ids::*;

@@ -1,0 +1,83 @@
+//! The Session Snapshot: the only view a frontend gets. It never carries compute state.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::interaction::InteractionType;
+use super::run::RunStatus;
+use super::{InteractionId, RunId, SessionId};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Snapshot {
+    pub session: SnapshotSession,
+    pub runs: Vec<SnapshotRun>,
+    pub pending_interactions: Vec<PendingInteraction>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SnapshotSession {
+    pub id: SessionId,
+    pub title: Option<String>,
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Value,
+    pub revision: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SnapshotRun {
+    pub id: RunId,
+    pub parent_run_id: Option<RunId>,
+    pub status: RunStatus,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PendingInteraction {
+    pub id: InteractionId,
+    pub run_id: RunId,
+    pub interaction_type: InteractionType,
+    pub allowed_decisions: Vec<String>,
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    pub revision: i64,
+    pub requested_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl Snapshot {
+    /// The strong ETag of a snapshot is its session revision.
+    pub fn etag(&self) -> String {
+        etag_for(self.session.revision)
+    }
+}
+
+pub fn etag_for(revision: i64) -> String {
+    format!("\"{revision}\"")
+}
+
+/// Whether an `If-None-Match` header value names the given revision (`*` matches any).
+pub fn if_none_match_matches(header: &str, revision: i64) -> bool {
+    let current = etag_for(revision);
+    header
+        .split(',')
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag == current || tag.strip_prefix("W/") == Some(current.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn if_none_match_accepts_lists_and_weak_tags() {
+        assert!(if_none_match_matches("\"7\"", 7));
+        assert!(if_none_match_matches("\"3\", W/\"7\"", 7));
+        assert!(if_none_match_matches("*", 7));
+        assert!(!if_none_match_matches("\"6\"", 7));
+        assert!(!if_none_match_matches("7", 7));
+    }
+}

@@ -1,0 +1,98 @@
+//! API tokens, roles and the authenticated principal.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use super::TokenId;
+use crate::text_enum;
+
+text_enum! {
+    pub enum Role as "role" {
+        Frontend => "frontend",
+        Runtime => "runtime",
+        Admin => "admin",
+    }
+}
+
+pub const DEFAULT_TENANT: &str = "default";
+const SECRET_PREFIX: &str = "sag_";
+
+/// A token as listed to operators: never the secret.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TokenInfo {
+    pub id: TokenId,
+    pub role: Role,
+    pub tenant_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// Who is calling, as resolved from a bearer token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub token_id: TokenId,
+    pub role: Role,
+    /// `None` only for admin tokens, which are not bound to a tenant.
+    pub tenant_id: Option<String>,
+}
+
+impl Principal {
+    /// Whether this principal may see a resource owned by `tenant`.
+    pub fn can_see_tenant(&self, tenant: &str) -> bool {
+        match &self.tenant_id {
+            Some(own) => own == tenant,
+            None => self.role == Role::Admin,
+        }
+    }
+}
+
+/// A freshly minted secret (`sag_` + 43 url-safe base64 characters) and its stored hash.
+pub fn new_secret() -> (String, String) {
+    use base64::Engine;
+    let bytes: [u8; 32] = rand::random();
+    let secret = format!(
+        "{SECRET_PREFIX}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    );
+    let hash = hash_secret(&secret);
+    (secret, hash)
+}
+
+/// Tokens are stored as SHA-256 hex digests; the secret itself is never stored.
+pub fn hash_secret(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_random_and_hash_stably() {
+        let (a, ha) = new_secret();
+        let (b, _) = new_secret();
+        assert_ne!(a, b);
+        assert!(a.starts_with("sag_"));
+        assert_eq!(hash_secret(&a), ha);
+        assert_eq!(ha.len(), 64);
+    }
+
+    #[test]
+    fn tenant_visibility() {
+        let p = Principal {
+            token_id: TokenId::new(),
+            role: Role::Frontend,
+            tenant_id: Some("t1".into()),
+        };
+        assert!(p.can_see_tenant("t1"));
+        assert!(!p.can_see_tenant("t2"));
+        let admin = Principal {
+            token_id: TokenId::new(),
+            role: Role::Admin,
+            tenant_id: None,
+        };
+        assert!(admin.can_see_tenant("t2"));
+    }
+}

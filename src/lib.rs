@@ -1,0 +1,8 @@
+//! SAgents lifecycle service.
+
+pub mod clock;
+pub mod domain;
+pub mod metrics;
+pub mod notify;
+pub mod providers;
+pub mod store;

@@ -1,0 +1,3 @@
+//! One integration test binary (one link step) holding every integration suite.
+
+mod common;

@@ -1,0 +1,2 @@
+//! Shared test harness: throwaway databases and a spawned app per test.
+#![allow(dead_code)]
