@@ -1,0 +1,14 @@
+//! The benchmark baseline: the smallest axum server, on the same runtime and allocator as the
+//! service. `cargo run --release --example hello -- 127.0.0.1:9000`
+
+use axum::{routing::get, Router};
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:9000".into());
+    let app = Router::new().route("/", get(|| async { "Hello, World!" }));
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    axum::serve(listener, app).await
+}

@@ -1,0 +1,32 @@
+# Throwaway PostgreSQL cluster for scripts: pg_start DIR PORT, pg_stop DIR.
+# initdb refuses root, so the cluster runs as the `postgres` user when we are root.
+pg_bin() {
+  local d
+  for d in /usr/lib/postgresql/*/bin; do
+    [ -x "$d/initdb" ] && { echo "$d"; return; }
+  done
+  dirname "$(command -v initdb)"
+}
+
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+pg_start() {
+  local dir=$1 port=$2 bin
+  bin=$(pg_bin)
+  mkdir -p "$dir"
+  [ "$(id -u)" = 0 ] && chown postgres "$dir"
+  as_pg "$bin/initdb" -D "$dir/data" -U postgres -A trust >/dev/null
+  as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w start \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB" >/dev/null
+}
+
+pg_stop() {
+  local dir=$1
+  as_pg "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}

@@ -1,0 +1,348 @@
+//! The lifecycle rules as pure functions: disposition, blocking, idempotency keys, backoff
+//! and the resume plan.
+
+use std::time::Duration;
+
+use super::machine::ResourceState;
+use crate::domain::interaction::SuspensionReason;
+use crate::domain::job::{ExecutionAffinity, Job, PauseBehavior};
+use crate::domain::{JobId, RunId, SuspensionId};
+use crate::providers::spec::{ReleaseDisposition, ResolvedSandboxSpec};
+
+/// Only `policy_hold` is an unsafe pause; every other reason releases compute.
+pub fn disposition(reason: SuspensionReason, spec: &ResolvedSandboxSpec) -> ReleaseDisposition {
+    if reason.is_unsafe() {
+        spec.unsafe_pause_behavior()
+    } else {
+        spec.safe_pause_behavior()
+    }
+}
+
+/// What keeps a suspended run's sandbox alive.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Blockers {
+    pub job_ids: Vec<JobId>,
+    pub child_run_ids: Vec<RunId>,
+    pub detach: bool,
+}
+
+impl Blockers {
+    pub fn is_blocked(&self) -> bool {
+        self.detach || !self.job_ids.is_empty() || !self.child_run_ids.is_empty()
+    }
+}
+
+/// A job holds the sandbox while it runs inside it and was not asked to stop at a pause.
+pub fn job_blocks_release(job: &Job) -> bool {
+    job.execution_affinity == ExecutionAffinity::Sandbox
+        && matches!(
+            job.pause_behavior,
+            PauseBehavior::Continue | PauseBehavior::Detach
+        )
+        && !job.state.is_finished()
+}
+
+/// Jobs to cancel when their run suspends.
+pub fn job_cancelled_on_pause(job: &Job) -> bool {
+    job.pause_behavior == PauseBehavior::Cancel && !job.state.is_finished()
+}
+
+/// `descendants`: every descendant run (any depth) that has a record, with that record's state.
+pub fn blockers(
+    disposition: ReleaseDisposition,
+    jobs: &[Job],
+    descendants: &[(RunId, ResourceState)],
+) -> Blockers {
+    Blockers {
+        job_ids: jobs
+            .iter()
+            .filter(|j| job_blocks_release(j))
+            .map(|j| j.id.clone())
+            .collect(),
+        child_run_ids: descendants
+            .iter()
+            .filter(|(_, state)| *state != ResourceState::Released)
+            .map(|(id, _)| id.clone())
+            .collect(),
+        detach: disposition == ReleaseDisposition::Detach,
+    }
+}
+
+/// Why a release is issued; each purpose gets its own key so a forced or final terminate is
+/// never answered with the receipt of an earlier, different release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleasePurpose {
+    /// The release that follows a suspension.
+    Suspend,
+    /// A forced terminate after the provider reported the sandbox broken.
+    ForcedTerminate,
+    /// The run ended: no sandbox outlives its run.
+    RunEnded,
+}
+
+/// Deterministic, so every retry of the same release (by any replica) reuses it.
+pub fn release_idempotency_key(
+    run_id: &RunId,
+    generation: i64,
+    suspension_id: Option<&SuspensionId>,
+    purpose: ReleasePurpose,
+) -> String {
+    let sus = suspension_id.map_or("none", |s| s.as_str());
+    let suffix = match purpose {
+        ReleasePurpose::Suspend => "release",
+        ReleasePurpose::ForcedTerminate => "forced-terminate",
+        ReleasePurpose::RunEnded => "run-ended",
+    };
+    format!("{run_id}:g{generation}:{sus}:{suffix}")
+}
+
+pub const BACKOFF_CAP: Duration = Duration::from_secs(300);
+
+/// `min(300 s, 1 s × 2^(retry_count − 1))` for `retry_count ≥ 1`.
+pub fn backoff(retry_count: u32) -> Duration {
+    let exp = retry_count.saturating_sub(1).min(16);
+    Duration::from_secs(1u64 << exp).min(BACKOFF_CAP)
+}
+
+/// Applies a jitter factor in `[-1, 1]` scaled to at most ±10 %.
+pub fn with_jitter(delay: Duration, factor: f64) -> Duration {
+    let factor = factor.clamp(-1.0, 1.0) * 0.1;
+    delay.mul_f64(1.0 + factor)
+}
+
+/// How a resuming run gets its compute back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumePlan {
+    /// The sandbox is alive (never released, blocked or detached): attach to it.
+    Attach,
+    /// A release was requested or failed; finish it (same key) before restoring.
+    FinishReleaseFirst,
+    /// Restore from the sandbox checkpoint taken at release.
+    Restore,
+    /// The workspace lives on the host (terminate): provision fresh and re-mount it.
+    ProvisionFresh,
+    /// The checkpoint was lost to a terminal provider error: fail with `sandbox.snapshot_lost`.
+    SnapshotLost,
+    /// A restore is already under way: retry it with its key.
+    ContinueRestore,
+}
+
+pub fn resume_plan(
+    state: ResourceState,
+    disposition: Option<ReleaseDisposition>,
+    has_checkpoint: bool,
+    checkpoint_lost: bool,
+) -> ResumePlan {
+    match state {
+        ResourceState::Active | ResourceState::ReleaseBlocked | ResourceState::Provisioning => {
+            ResumePlan::Attach
+        }
+        ResourceState::ReleaseRequested | ResourceState::ReleaseFailed => {
+            ResumePlan::FinishReleaseFirst
+        }
+        ResourceState::RestoreRequested => ResumePlan::ContinueRestore,
+        ResourceState::Released if checkpoint_lost => ResumePlan::SnapshotLost,
+        ResourceState::Released => match disposition {
+            Some(ReleaseDisposition::SnapshotAndTerminate) if has_checkpoint => ResumePlan::Restore,
+            Some(ReleaseDisposition::SnapshotAndTerminate) => ResumePlan::SnapshotLost,
+            _ => ResumePlan::ProvisionFresh,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::job::JobState;
+    use crate::providers::spec::{LifecyclePolicy, Resources, WorkspaceMode, SPEC_VERSION_V3};
+    use chrono::Utc;
+
+    fn spec(mode: WorkspaceMode) -> ResolvedSandboxSpec {
+        ResolvedSandboxSpec {
+            spec_version: SPEC_VERSION_V3.into(),
+            provider_id: "local".into(),
+            spec_hash: format!("sha256:{}", "1".repeat(64)),
+            policy_hash: format!("sha256:{}", "2".repeat(64)),
+            workspace_mode: mode,
+            host_workspace: (mode == WorkspaceMode::ActiveWorkspace).then(|| "w".into()),
+            lifecycle: LifecyclePolicy::default(),
+            resources: Resources::default(),
+            metadata: serde_json::json!({}),
+        }
+    }
+
+    fn job(affinity: ExecutionAffinity, pause: PauseBehavior, state: JobState) -> Job {
+        let now = Utc::now();
+        Job {
+            id: JobId::new(),
+            run_id: RunId::new(),
+            kind: "tool".into(),
+            payload: serde_json::json!({}),
+            pause_behavior: pause,
+            execution_affinity: affinity,
+            state,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    #[test]
+    fn disposition_by_reason_and_workspace() {
+        let iso = spec(WorkspaceMode::Isolated);
+        let active = spec(WorkspaceMode::ActiveWorkspace);
+        assert_eq!(
+            disposition(SuspensionReason::ApprovalRequired, &iso),
+            ReleaseDisposition::SnapshotAndTerminate
+        );
+        assert_eq!(
+            disposition(SuspensionReason::ManualPause, &active),
+            ReleaseDisposition::Terminate
+        );
+        assert_eq!(
+            disposition(SuspensionReason::PolicyHold, &iso),
+            ReleaseDisposition::Detach
+        );
+        let mut custom = spec(WorkspaceMode::Isolated);
+        custom.lifecycle.unsafe_pause_behavior = Some(ReleaseDisposition::Terminate);
+        assert_eq!(
+            disposition(SuspensionReason::PolicyHold, &custom),
+            ReleaseDisposition::Terminate
+        );
+    }
+
+    #[test]
+    fn only_unfinished_sandbox_jobs_that_keep_running_block() {
+        use ExecutionAffinity::*;
+        use PauseBehavior::*;
+        assert!(job_blocks_release(&job(
+            Sandbox,
+            Continue,
+            JobState::Running
+        )));
+        assert!(job_blocks_release(&job(
+            Sandbox,
+            Detach,
+            JobState::Orphaned
+        )));
+        assert!(!job_blocks_release(&job(
+            Sandbox,
+            Cancel,
+            JobState::Running
+        )));
+        assert!(!job_blocks_release(&job(
+            External,
+            Continue,
+            JobState::Running
+        )));
+        assert!(!job_blocks_release(&job(
+            Sandbox,
+            Continue,
+            JobState::Completed
+        )));
+        assert!(job_cancelled_on_pause(&job(
+            External,
+            Cancel,
+            JobState::Running
+        )));
+        assert!(!job_cancelled_on_pause(&job(
+            Sandbox,
+            Cancel,
+            JobState::Failed
+        )));
+    }
+
+    #[test]
+    fn children_block_until_released_and_detach_always_blocks() {
+        let done = RunId::new();
+        let busy = RunId::new();
+        let b = blockers(
+            ReleaseDisposition::SnapshotAndTerminate,
+            &[],
+            &[
+                (done, ResourceState::Released),
+                (busy.clone(), ResourceState::ReleaseFailed),
+            ],
+        );
+        assert_eq!(b.child_run_ids, vec![busy]);
+        assert!(b.is_blocked());
+        assert!(!blockers(ReleaseDisposition::Terminate, &[], &[]).is_blocked());
+        assert!(blockers(ReleaseDisposition::Detach, &[], &[]).is_blocked());
+    }
+
+    #[test]
+    fn idempotency_keys_are_deterministic_per_purpose() {
+        let run = RunId::new();
+        let sus = SuspensionId::new();
+        let a = release_idempotency_key(&run, 2, Some(&sus), ReleasePurpose::Suspend);
+        assert_eq!(
+            a,
+            release_idempotency_key(&run, 2, Some(&sus), ReleasePurpose::Suspend)
+        );
+        assert_ne!(
+            a,
+            release_idempotency_key(&run, 3, Some(&sus), ReleasePurpose::Suspend)
+        );
+        assert_ne!(
+            a,
+            release_idempotency_key(&run, 2, Some(&sus), ReleasePurpose::ForcedTerminate)
+        );
+        assert_ne!(
+            a,
+            release_idempotency_key(&run, 2, None, ReleasePurpose::Suspend)
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_from_one_second_to_five_minutes() {
+        let secs: Vec<u64> = (1..=12).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
+        assert_eq!(backoff(u32::MAX), BACKOFF_CAP);
+        assert_eq!(
+            with_jitter(Duration::from_secs(100), 1.0),
+            Duration::from_secs(110)
+        );
+        assert_eq!(
+            with_jitter(Duration::from_secs(100), -5.0),
+            Duration::from_secs(90)
+        );
+    }
+
+    #[test]
+    fn resume_plans() {
+        use ReleaseDisposition as D;
+        use ResourceState as S;
+        assert_eq!(
+            resume_plan(S::ReleaseBlocked, Some(D::Detach), false, false),
+            ResumePlan::Attach
+        );
+        assert_eq!(
+            resume_plan(
+                S::ReleaseFailed,
+                Some(D::SnapshotAndTerminate),
+                false,
+                false
+            ),
+            ResumePlan::FinishReleaseFirst
+        );
+        assert_eq!(
+            resume_plan(S::Released, Some(D::SnapshotAndTerminate), true, false),
+            ResumePlan::Restore
+        );
+        assert_eq!(
+            resume_plan(S::Released, Some(D::Terminate), false, false),
+            ResumePlan::ProvisionFresh
+        );
+        assert_eq!(
+            resume_plan(S::Released, Some(D::SnapshotAndTerminate), true, true),
+            ResumePlan::SnapshotLost
+        );
+        assert_eq!(
+            resume_plan(S::Released, Some(D::SnapshotAndTerminate), false, false),
+            ResumePlan::SnapshotLost
+        );
+        assert_eq!(
+            resume_plan(S::RestoreRequested, None, true, false),
+            ResumePlan::ContinueRestore
+        );
+    }
+}
