@@ -15,10 +15,13 @@ mod jobs;
 mod leases;
 mod providers;
 mod rows;
+mod runops;
 mod runs;
 mod sessions;
 mod settings;
+mod suspensions;
 mod tokens;
+mod tx;
 
 use std::sync::Arc;
 
