@@ -4,6 +4,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use super::runops::{expected_hashes, invalid_state, latest_checkpoint, Outcome};
+use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::claim::{Claim, ClaimKind, Lease};
@@ -43,64 +44,10 @@ impl Store {
             return Ok(Vec::new());
         }
         let mut tx = self.write_tx().await?;
-        let now = tx.now;
-        let expires_at = lease_expiry(now, ttl)?;
-        let leased = self
-            .lease_due_runs(tx.conn(), tenant, worker_id, max, now, expires_at)
-            .await?;
-        let mut claims = Vec::with_capacity(leased.len());
-        let mut takeovers = 0;
-        for l in &leased {
-            let Some(rec) = self.load_run(tx.conn(), &l.run_id, false).await? else {
-                return Err(StoreError::NotFound("run"));
-            };
-            let checkpoint = latest_checkpoint(tx.conn(), &l.run_id).await?;
-            let (kind, run) = match l.prev_state {
-                RunState::Queued => {
-                    let to = rec
-                        .run
-                        .state
-                        .apply(RunEvent::Start)
-                        .map_err(invalid_state)?;
-                    let run = self
-                        .set_run_state(&mut tx, &rec, to, Some(l.fencing_token), None)
-                        .await?;
-                    tx.event(
-                        &l.session_id,
-                        "run.started",
-                        json!({ "run_id": run.id, "worker_id": worker_id }),
-                    );
-                    (ClaimKind::Start, run)
-                }
-                RunState::Running if checkpoint.is_none() => (ClaimKind::Start, rec.run),
-                _ => (ClaimKind::Resume, rec.run),
-            };
-            if l.had_lease {
-                takeovers += 1;
-                tx.event(
-                    &l.session_id,
-                    "lease.taken_over",
-                    json!({ "run_id": run.id, "state": run.state, "worker_id": worker_id }),
-                );
-            }
-            claims.push(Claim {
-                kind,
-                expected: expected_hashes(&run),
-                checkpoint: if kind == ClaimKind::Resume {
-                    checkpoint
-                } else {
-                    None
-                },
-                lease: Lease {
-                    lease_id: LeaseId::from_trusted(l.lease_id.clone()),
-                    fencing_token: l.fencing_token,
-                    expires_at,
-                },
-                run,
-                sandbox: None,
-            });
-        }
-        tx.commit(self).await?;
+        let result = self
+            .grant_leases(&mut tx, tenant, worker_id, max, ttl)
+            .await;
+        let (mut claims, takeovers) = tx.finish(self, result).await?;
         let metrics = self.metrics();
         metrics
             .lease_claims
@@ -152,79 +99,82 @@ impl Store {
     ) -> StoreResult<Run> {
         cmd.validate(self.now())?;
         let mut tx = self.write_tx().await?;
-        let rec = self
-            .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
-            .await?;
-        let to = rec
-            .run
-            .state
-            .apply(RunEvent::Suspend)
-            .map_err(invalid_state)?;
-        if cmd.checkpoint.resolved_spec_hash != rec.run.resolved_spec_hash {
-            return Err(ValidationError::new(
-                "checkpoint.resolved_spec_hash",
-                "must equal the run's resolved_spec_hash",
-            )
-            .into());
-        }
-        if let Some(last) = latest_checkpoint(tx.conn(), run_id.as_str()).await? {
-            if cmd.checkpoint.sequence <= last.sequence {
-                return Err(StoreError::conflict(
-                    "checkpoint.sequence",
-                    format!(
-                        "checkpoint sequence {} must be greater than the last one ({})",
-                        cmd.checkpoint.sequence, last.sequence
-                    ),
-                ));
+        let result: StoreResult<_> = async {
+            let rec = self
+                .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
+                .await?;
+            let to = rec
+                .run
+                .state
+                .apply(RunEvent::Suspend)
+                .map_err(invalid_state)?;
+            if cmd.checkpoint.resolved_spec_hash != rec.run.resolved_spec_hash {
+                return Err(ValidationError::new(
+                    "checkpoint.resolved_spec_hash",
+                    "must equal the run's resolved_spec_hash",
+                )
+                .into());
             }
-        }
-        let session = rec.run.session_id.as_str().to_owned();
-        let ids = self.insert_suspension(&mut tx, &rec.run, cmd).await?;
-        let killed = sqlx::query(
-            "UPDATE jobs SET state = 'killed', updated_at = $2 WHERE run_id = $1 \
-             AND pause_behavior = 'cancel' AND state IN ('created', 'running', 'orphaned') \
-             RETURNING id",
-        )
-        .bind(run_id.as_str())
-        .bind(to_millis(tx.now))
-        .fetch_all(tx.conn())
-        .await?;
-        for row in &killed {
-            let job_id = super::rows::text(row, "id")?;
-            tx.event(
-                &session,
-                "job.killed",
-                json!({ "job_id": job_id, "run_id": run_id }),
-            );
-        }
-        let run = self
-            .set_run_state(&mut tx, &rec, to, Some(cmd.fencing_token), None)
+            if let Some(last) = latest_checkpoint(tx.conn(), run_id.as_str()).await? {
+                if cmd.checkpoint.sequence <= last.sequence {
+                    return Err(StoreError::conflict(
+                        "checkpoint.sequence",
+                        format!(
+                            "checkpoint sequence {} must be greater than the last one ({})",
+                            cmd.checkpoint.sequence, last.sequence
+                        ),
+                    ));
+                }
+            }
+            let session = rec.run.session_id.as_str().to_owned();
+            let ids = self.insert_suspension(&mut tx, &rec.run, cmd).await?;
+            let killed = sqlx::query(
+                "UPDATE jobs SET state = 'killed', updated_at = $2 WHERE run_id = $1 \
+                 AND pause_behavior = 'cancel' AND state IN ('created', 'running', 'orphaned') \
+                 RETURNING id",
+            )
+            .bind(run_id.as_str())
+            .bind(to_millis(tx.now))
+            .fetch_all(tx.conn())
             .await?;
-        self.drop_lease(&mut tx, run_id.as_str()).await?;
-        tx.event(
-            &session,
-            "run.suspended",
-            json!({
-                "run_id": run_id,
-                "reason": cmd.reason,
-                "suspension_id": ids.suspension_id,
-                "checkpoint_id": ids.checkpoint_id,
-            }),
-        );
-        if let (Some(interaction_id), Some(i)) = (&ids.interaction_id, &cmd.interaction) {
-            tx.visible(&session);
+            for row in &killed {
+                let job_id = super::rows::text(row, "id")?;
+                tx.event(
+                    &session,
+                    "job.killed",
+                    json!({ "job_id": job_id, "run_id": run_id }),
+                );
+            }
+            let run = self
+                .set_run_state(&mut tx, &rec, to, Some(cmd.fencing_token), None)
+                .await?;
+            self.drop_lease(&mut tx, run_id.as_str()).await?;
             tx.event(
                 &session,
-                "interaction.created",
+                "run.suspended",
                 json!({
-                    "interaction_id": interaction_id,
                     "run_id": run_id,
-                    "interaction_type": i.interaction_type,
+                    "reason": cmd.reason,
+                    "suspension_id": ids.suspension_id,
+                    "checkpoint_id": ids.checkpoint_id,
                 }),
             );
+            if let (Some(interaction_id), Some(i)) = (&ids.interaction_id, &cmd.interaction) {
+                tx.visible(&session);
+                tx.event(
+                    &session,
+                    "interaction.created",
+                    json!({
+                        "interaction_id": interaction_id,
+                        "run_id": run_id,
+                        "interaction_type": i.interaction_type,
+                    }),
+                );
+            }
+            Ok(run)
         }
-        tx.commit(self).await?;
-        Ok(run)
+        .await;
+        tx.finish(self, result).await
     }
 
     /// Fenced: `resuming` → `running` after checking the hashes the runtime computed against
@@ -237,8 +187,108 @@ impl Store {
         cmd: &ConfirmResumed,
     ) -> StoreResult<Run> {
         let mut tx = self.write_tx().await?;
+        let result = self.confirm_resumed_in(&mut tx, tenant, run_id, cmd).await;
+        // A stale policy is committed (the run is failed) and then reported.
+        tx.finish(self, result)
+            .await?
+            .map_err(StoreError::PolicyStale)
+    }
+
+    /// Fenced: `running` → `completed` with the output; the lease is released.
+    pub async fn complete_run(
+        &self,
+        tenant: Option<&str>,
+        run_id: &RunId,
+        cmd: &CompleteRun,
+    ) -> StoreResult<Run> {
+        validate::json_object("output", &cmd.output)?;
+        let mut tx = self.write_tx().await?;
+        let result: StoreResult<_> = async {
+            let rec = self
+                .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
+                .await?;
+            let to = rec
+                .run
+                .state
+                .apply(RunEvent::Complete)
+                .map_err(invalid_state)?;
+            let run = self
+                .finish_run(
+                    &mut tx,
+                    &rec,
+                    to,
+                    Some(cmd.fencing_token),
+                    Some(Outcome::Output(&cmd.output)),
+                )
+                .await?;
+            Ok(run)
+        }
+        .await;
+        tx.finish(self, result).await
+    }
+
+    /// Fenced: a non-terminal run → `failed` with the error; the lease is released.
+    pub async fn fail_run(
+        &self,
+        tenant: Option<&str>,
+        run_id: &RunId,
+        cmd: &FailRun,
+    ) -> StoreResult<Run> {
+        validate::json_object("error", &cmd.error)?;
+        let mut tx = self.write_tx().await?;
+        let result: StoreResult<_> = async {
+            let rec = self
+                .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
+                .await?;
+            let to = rec.run.state.apply(RunEvent::Fail).map_err(invalid_state)?;
+            let run = self
+                .finish_run(
+                    &mut tx,
+                    &rec,
+                    to,
+                    Some(cmd.fencing_token),
+                    Some(Outcome::Error(&cmd.error)),
+                )
+                .await?;
+            Ok(run)
+        }
+        .await;
+        tx.finish(self, result).await
+    }
+
+    /// Drops every lease held by `holder` (graceful shutdown); returns how many.
+    pub async fn release_leases_of(&self, holder: &str) -> StoreResult<u64> {
+        let mut tx = self.write_tx().await?;
+        let result: StoreResult<_> = async {
+            let done = sqlx::query(
+                "UPDATE runs SET lease_id = NULL, lease_holder = NULL, fencing_token = NULL, \
+                 lease_expires_at = NULL WHERE lease_holder = $1",
+            )
+            .bind(holder)
+            .execute(tx.conn())
+            .await?;
+            if done.rows_affected() > 0 {
+                tx.work();
+            }
+            Ok(done.rows_affected())
+        }
+        .await;
+        tx.finish(self, result).await
+    }
+}
+
+impl Store {
+    /// The checks and writes of `confirm_resumed`; `Ok(Err(message))` when the run was failed
+    /// because its policy is stale.
+    async fn confirm_resumed_in(
+        &self,
+        tx: &mut WriteTx,
+        tenant: Option<&str>,
+        run_id: &RunId,
+        cmd: &ConfirmResumed,
+    ) -> StoreResult<Result<Run, String>> {
         let rec = self
-            .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
+            .fenced_run(tx, tenant, run_id.as_str(), cmd.fencing_token)
             .await?;
         let to = rec
             .run
@@ -271,18 +321,17 @@ impl Store {
             );
             let error = json!({ "code": "sandbox.policy_stale", "message": message });
             self.finish_run(
-                &mut tx,
+                tx,
                 &rec,
                 RunState::Failed,
                 Some(cmd.fencing_token),
                 Some(Outcome::Error(&error)),
             )
             .await?;
-            tx.commit(self).await?;
-            return Err(StoreError::PolicyStale(message));
+            return Ok(Err(message));
         }
         let run = self
-            .set_run_state(&mut tx, &rec, to, Some(cmd.fencing_token), None)
+            .set_run_state(tx, &rec, to, Some(cmd.fencing_token), None)
             .await?;
         sqlx::query(
             "UPDATE suspensions SET status = 'resolved', resolved_at = $2 \
@@ -293,81 +342,76 @@ impl Store {
         .execute(tx.conn())
         .await?;
         tx.event(&session, "run.running", json!({ "run_id": run_id }));
-        tx.commit(self).await?;
-        Ok(run)
+        Ok(Ok(run))
     }
 
-    /// Fenced: `running` → `completed` with the output; the lease is released.
-    pub async fn complete_run(
+    /// Leases due runs and describes each grant as a claim; returns the take-over count.
+    async fn grant_leases(
         &self,
+        tx: &mut WriteTx,
         tenant: Option<&str>,
-        run_id: &RunId,
-        cmd: &CompleteRun,
-    ) -> StoreResult<Run> {
-        validate::json_object("output", &cmd.output)?;
-        let mut tx = self.write_tx().await?;
-        let rec = self
-            .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
+        worker_id: &str,
+        max: u32,
+        ttl: Duration,
+    ) -> StoreResult<(Vec<Claim>, u64)> {
+        let now = tx.now;
+        let expires_at = lease_expiry(now, ttl)?;
+        let leased = self
+            .lease_due_runs(tx.conn(), tenant, worker_id, max, now, expires_at)
             .await?;
-        let to = rec
-            .run
-            .state
-            .apply(RunEvent::Complete)
-            .map_err(invalid_state)?;
-        let run = self
-            .finish_run(
-                &mut tx,
-                &rec,
-                to,
-                Some(cmd.fencing_token),
-                Some(Outcome::Output(&cmd.output)),
-            )
-            .await?;
-        tx.commit(self).await?;
-        Ok(run)
-    }
-
-    /// Fenced: a non-terminal run → `failed` with the error; the lease is released.
-    pub async fn fail_run(
-        &self,
-        tenant: Option<&str>,
-        run_id: &RunId,
-        cmd: &FailRun,
-    ) -> StoreResult<Run> {
-        validate::json_object("error", &cmd.error)?;
-        let mut tx = self.write_tx().await?;
-        let rec = self
-            .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
-            .await?;
-        let to = rec.run.state.apply(RunEvent::Fail).map_err(invalid_state)?;
-        let run = self
-            .finish_run(
-                &mut tx,
-                &rec,
-                to,
-                Some(cmd.fencing_token),
-                Some(Outcome::Error(&cmd.error)),
-            )
-            .await?;
-        tx.commit(self).await?;
-        Ok(run)
-    }
-
-    /// Drops every lease held by `holder` (graceful shutdown); returns how many.
-    pub async fn release_leases_of(&self, holder: &str) -> StoreResult<u64> {
-        let mut tx = self.write_tx().await?;
-        let done = sqlx::query(
-            "UPDATE runs SET lease_id = NULL, lease_holder = NULL, fencing_token = NULL, \
-             lease_expires_at = NULL WHERE lease_holder = $1",
-        )
-        .bind(holder)
-        .execute(tx.conn())
-        .await?;
-        if done.rows_affected() > 0 {
-            tx.work();
+        let mut claims = Vec::with_capacity(leased.len());
+        let mut takeovers = 0;
+        for l in &leased {
+            let Some(rec) = self.load_run(tx.conn(), &l.run_id, false).await? else {
+                return Err(StoreError::Database(sqlx::Error::RowNotFound));
+            };
+            let checkpoint = latest_checkpoint(tx.conn(), &l.run_id).await?;
+            let (kind, run) = match l.prev_state {
+                RunState::Queued => {
+                    let to = rec
+                        .run
+                        .state
+                        .apply(RunEvent::Start)
+                        .map_err(invalid_state)?;
+                    let run = self
+                        .set_run_state(tx, &rec, to, Some(l.fencing_token), None)
+                        .await?;
+                    tx.event(
+                        &l.session_id,
+                        "run.started",
+                        json!({ "run_id": run.id, "worker_id": worker_id }),
+                    );
+                    (ClaimKind::Start, run)
+                }
+                RunState::Running if checkpoint.is_none() => (ClaimKind::Start, rec.run),
+                _ => (ClaimKind::Resume, rec.run),
+            };
+            if l.had_lease {
+                takeovers += 1;
+                tx.event(
+                    &l.session_id,
+                    "lease.taken_over",
+                    json!({ "run_id": run.id, "state": run.state, "worker_id": worker_id }),
+                );
+            }
+            claims.push(Claim {
+                kind,
+                expected: expected_hashes(&run),
+                checkpoint: if kind == ClaimKind::Resume {
+                    checkpoint
+                } else {
+                    None
+                },
+                lease: Lease {
+                    lease_id: LeaseId::from_trusted(l.lease_id.clone()),
+                    fencing_token: l.fencing_token,
+                    expires_at,
+                },
+                run,
+                sandbox: None,
+            });
         }
-        tx.commit(self).await?;
-        Ok(done.rows_affected())
+        Ok((claims, takeovers))
     }
 }
 

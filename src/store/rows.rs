@@ -309,24 +309,3 @@ pub(super) fn event(row: &AnyRow) -> StoreResult<SessionEvent> {
         created_at: time(row, "created_at")?,
     })
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::run::RunState;
-
-    #[test]
-    fn corrupt_values_are_errors_not_panics() {
-        let err = corrupt("state", "`paused` is not a valid run state");
-        assert!(matches!(err, StoreError::Database(_)));
-        assert!(err.to_string().contains("state"));
-        assert!("paused".parse::<RunState>().is_err());
-    }
-
-    #[test]
-    fn json_columns_round_trip() {
-        let v = serde_json::json!({"a": [1, "x"], "b": null});
-        let s = to_json(&v).unwrap();
-        assert_eq!(serde_json::from_str::<serde_json::Value>(&s).unwrap(), v);
-    }
-}

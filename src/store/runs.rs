@@ -35,47 +35,50 @@ impl Store {
             None => None,
         };
         let mut tx = self.write_tx().await?;
-        find_session(tx.conn(), Some(tenant), session_id.as_str()).await?;
-        if let Some(parent) = &cmd.parent_run_id {
-            let same_session = self
-                .load_run(tx.conn(), parent.as_str(), false)
-                .await?
-                .is_some_and(|p| &p.run.session_id == session_id);
-            if !same_session {
-                return Err(ValidationError::new(
-                    "parent_run_id",
-                    "must name a run of the same session",
-                )
-                .into());
+        let result: StoreResult<_> = async {
+            find_session(tx.conn(), Some(tenant), session_id.as_str()).await?;
+            if let Some(parent) = &cmd.parent_run_id {
+                let same_session = self
+                    .load_run(tx.conn(), parent.as_str(), false)
+                    .await?
+                    .is_some_and(|p| &p.run.session_id == session_id);
+                if !same_session {
+                    return Err(ValidationError::new(
+                        "parent_run_id",
+                        "must name a run of the same session",
+                    )
+                    .into());
+                }
             }
+            let id = RunId::new();
+            let sql = format!(
+                "INSERT INTO runs (id, session_id, parent_run_id, state, resolved_spec_hash, \
+                 sandbox_spec, input, revision, created_at, updated_at) \
+                 VALUES ($1, $2, $3, 'queued', $4, $5, $6, 1, $7, $7) RETURNING {}",
+                rows::RUN_RETURNING
+            );
+            let row = sqlx::query(&sql)
+                .bind(id.as_str())
+                .bind(session_id.as_str())
+                .bind(cmd.parent_run_id.as_ref().map(|p| p.as_str()))
+                .bind(&cmd.resolved_spec_hash)
+                .bind(spec)
+                .bind(rows::to_json(&cmd.input)?)
+                .bind(to_millis(tx.now))
+                .fetch_one(tx.conn())
+                .await?;
+            let run = rows::run(&row)?;
+            tx.visible(session_id.as_str());
+            tx.event(
+                session_id.as_str(),
+                "run.created",
+                json!({ "run_id": run.id, "parent_run_id": run.parent_run_id }),
+            );
+            tx.work();
+            Ok(run)
         }
-        let id = RunId::new();
-        let sql = format!(
-            "INSERT INTO runs (id, session_id, parent_run_id, state, resolved_spec_hash, \
-             sandbox_spec, input, revision, created_at, updated_at) \
-             VALUES ($1, $2, $3, 'queued', $4, $5, $6, 1, $7, $7) RETURNING {}",
-            rows::RUN_RETURNING
-        );
-        let row = sqlx::query(&sql)
-            .bind(id.as_str())
-            .bind(session_id.as_str())
-            .bind(cmd.parent_run_id.as_ref().map(|p| p.as_str()))
-            .bind(&cmd.resolved_spec_hash)
-            .bind(spec)
-            .bind(rows::to_json(&cmd.input)?)
-            .bind(to_millis(tx.now))
-            .fetch_one(tx.conn())
-            .await?;
-        let run = rows::run(&row)?;
-        tx.visible(session_id.as_str());
-        tx.event(
-            session_id.as_str(),
-            "run.created",
-            json!({ "run_id": run.id, "parent_run_id": run.parent_run_id }),
-        );
-        tx.work();
-        tx.commit(self).await?;
-        Ok(run)
+        .await;
+        tx.finish(self, result).await
     }
 
     pub async fn get_run(&self, tenant: Option<&str>, run_id: &RunId) -> StoreResult<Run> {
@@ -96,21 +99,24 @@ impl Store {
         run_id: &RunId,
     ) -> StoreResult<Run> {
         let mut tx = self.write_tx().await?;
-        let rec = self
-            .visible_run(tx.conn(), tenant, run_id.as_str(), true)
-            .await?;
-        if &rec.run.session_id != session_id {
-            return Err(StoreError::NotFound("run"));
+        let result: StoreResult<_> = async {
+            let rec = self
+                .visible_run(tx.conn(), tenant, run_id.as_str(), true)
+                .await?;
+            if &rec.run.session_id != session_id {
+                return Err(StoreError::NotFound("run"));
+            }
+            let to = rec.run.state.apply(RunEvent::Cancel).map_err(|_| {
+                StoreError::conflict(
+                    "run.terminal",
+                    format!("the run is already {}", rec.run.state),
+                )
+            })?;
+            let run = self.finish_run(&mut tx, &rec, to, None, None).await?;
+            Ok(run)
         }
-        let to = rec.run.state.apply(RunEvent::Cancel).map_err(|_| {
-            StoreError::conflict(
-                "run.terminal",
-                format!("the run is already {}", rec.run.state),
-            )
-        })?;
-        let run = self.finish_run(&mut tx, &rec, to, None, None).await?;
-        tx.commit(self).await?;
-        Ok(run)
+        .await;
+        tx.finish(self, result).await
     }
 
     /// Explicit resume of a `suspended` run whose suspension has no pending interaction
@@ -124,58 +130,63 @@ impl Store {
         resolved_by: &str,
     ) -> StoreResult<Run> {
         let mut tx = self.write_tx().await?;
-        let rec = self
-            .visible_run(tx.conn(), tenant, run_id.as_str(), true)
-            .await?;
-        if &rec.run.session_id != session_id {
-            return Err(StoreError::NotFound("run"));
-        }
-        let to = rec.run.state.apply(RunEvent::Resume).map_err(|_| {
-            StoreError::conflict(
-                "run.not_suspended",
-                format!(
-                    "only a suspended run can be resumed; this run is {}",
-                    rec.run.state
-                ),
-            )
-        })?;
-        let suspension = self.open_suspension(&mut tx, run_id.as_str()).await?;
-        if let Some(OpenSuspension {
-            interaction_id: Some(interaction_id),
-            ..
-        }) = &suspension
-        {
-            let pending =
-                sqlx::query("SELECT id FROM interactions WHERE id = $1 AND status = 'pending'")
-                    .bind(interaction_id.as_str())
-                    .fetch_optional(tx.conn())
-                    .await?;
-            if pending.is_some() {
-                return Err(StoreError::conflict(
-                    "interaction.pending",
-                    format!("the run waits for interaction {interaction_id}: reply to it instead"),
-                ));
-            }
-        }
-        if let Some(s) = &suspension {
-            sqlx::query("UPDATE suspensions SET status = 'resolving' WHERE id = $1")
-                .bind(s.id.as_str())
-                .execute(tx.conn())
+        let result: StoreResult<_> = async {
+            let rec = self
+                .visible_run(tx.conn(), tenant, run_id.as_str(), true)
                 .await?;
+            if &rec.run.session_id != session_id {
+                return Err(StoreError::NotFound("run"));
+            }
+            let to = rec.run.state.apply(RunEvent::Resume).map_err(|_| {
+                StoreError::conflict(
+                    "run.not_suspended",
+                    format!(
+                        "only a suspended run can be resumed; this run is {}",
+                        rec.run.state
+                    ),
+                )
+            })?;
+            let suspension = self.open_suspension(&mut tx, run_id.as_str()).await?;
+            if let Some(OpenSuspension {
+                interaction_id: Some(interaction_id),
+                ..
+            }) = &suspension
+            {
+                let pending =
+                    sqlx::query("SELECT id FROM interactions WHERE id = $1 AND status = 'pending'")
+                        .bind(interaction_id.as_str())
+                        .fetch_optional(tx.conn())
+                        .await?;
+                if pending.is_some() {
+                    return Err(StoreError::conflict(
+                        "interaction.pending",
+                        format!(
+                            "the run waits for interaction {interaction_id}: reply to it instead"
+                        ),
+                    ));
+                }
+            }
+            if let Some(s) = &suspension {
+                sqlx::query("UPDATE suspensions SET status = 'resolving' WHERE id = $1")
+                    .bind(s.id.as_str())
+                    .execute(tx.conn())
+                    .await?;
+            }
+            let run = self.set_run_state(&mut tx, &rec, to, None, None).await?;
+            tx.event(
+                session_id.as_str(),
+                "run.resuming",
+                json!({
+                    "run_id": run.id,
+                    "suspension_id": suspension.as_ref().map(|s| s.id.as_str()),
+                    "resolved_by": resolved_by,
+                }),
+            );
+            tx.work();
+            Ok(run)
         }
-        let run = self.set_run_state(&mut tx, &rec, to, None, None).await?;
-        tx.event(
-            session_id.as_str(),
-            "run.resuming",
-            json!({
-                "run_id": run.id,
-                "suspension_id": suspension.as_ref().map(|s| s.id.as_str()),
-                "resolved_by": resolved_by,
-            }),
-        );
-        tx.work();
-        tx.commit(self).await?;
-        Ok(run)
+        .await;
+        tx.finish(self, result).await
     }
 
     /// The run's `pending` suspension, if any.

@@ -43,48 +43,51 @@ impl Store {
         validate::name("tenant", tenant)?;
         cmd.validate()?;
         let mut tx = self.write_tx().await?;
-        if let Some(parent) = &cmd.parent_session_id {
-            match find_session(tx.conn(), Some(tenant), parent.as_str()).await {
-                Ok(_) => {}
-                Err(StoreError::NotFound(_)) => {
-                    return Err(ValidationError::new(
-                        "parent_session_id",
-                        "must name an existing session of the same tenant",
-                    )
-                    .into())
+        let result: StoreResult<_> = async {
+            if let Some(parent) = &cmd.parent_session_id {
+                match find_session(tx.conn(), Some(tenant), parent.as_str()).await {
+                    Ok(_) => {}
+                    Err(StoreError::NotFound(_)) => {
+                        return Err(ValidationError::new(
+                            "parent_session_id",
+                            "must name an existing session of the same tenant",
+                        )
+                        .into())
+                    }
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
             }
+            let session = Session {
+                id: SessionId::new(),
+                tenant_id: tenant.to_owned(),
+                title: cmd.title.clone(),
+                metadata: cmd.metadata.clone(),
+                parent_session_id: cmd.parent_session_id.clone(),
+                revision: 1,
+                created_at: tx.now,
+                updated_at: tx.now,
+            };
+            sqlx::query(
+                "INSERT INTO sessions (id, tenant_id, title, metadata, parent_session_id, revision, \
+                 event_seq, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 1, 0, $6, $6)",
+            )
+            .bind(session.id.as_str())
+            .bind(&session.tenant_id)
+            .bind(session.title.as_deref())
+            .bind(rows::to_json(&session.metadata)?)
+            .bind(session.parent_session_id.as_ref().map(|p| p.as_str()))
+            .bind(to_millis(tx.now))
+            .execute(tx.conn())
+            .await?;
+            tx.event(
+                session.id.as_str(),
+                "session.created",
+                json!({ "session_id": session.id }),
+            );
+            Ok(session)
         }
-        let session = Session {
-            id: SessionId::new(),
-            tenant_id: tenant.to_owned(),
-            title: cmd.title.clone(),
-            metadata: cmd.metadata.clone(),
-            parent_session_id: cmd.parent_session_id.clone(),
-            revision: 1,
-            created_at: tx.now,
-            updated_at: tx.now,
-        };
-        sqlx::query(
-            "INSERT INTO sessions (id, tenant_id, title, metadata, parent_session_id, revision, \
-             event_seq, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 1, 0, $6, $6)",
-        )
-        .bind(session.id.as_str())
-        .bind(&session.tenant_id)
-        .bind(session.title.as_deref())
-        .bind(rows::to_json(&session.metadata)?)
-        .bind(session.parent_session_id.as_ref().map(|p| p.as_str()))
-        .bind(to_millis(tx.now))
-        .execute(tx.conn())
-        .await?;
-        tx.event(
-            session.id.as_str(),
-            "session.created",
-            json!({ "session_id": session.id }),
-        );
-        tx.commit(self).await?;
-        Ok(session)
+        .await;
+        tx.finish(self, result).await
     }
 
     /// `tenant: None` means an admin caller that sees every tenant.

@@ -65,6 +65,22 @@ impl WriteTx {
         self.work = true;
     }
 
+    /// Commits on success; on failure rolls back before returning, so no row lock outlives
+    /// the call (a dropped transaction is only rolled back later, in the background).
+    pub async fn finish<T>(self, store: &Store, result: StoreResult<T>) -> StoreResult<T> {
+        match result {
+            Ok(value) => {
+                self.commit(store).await?;
+                Ok(value)
+            }
+            Err(e) => {
+                // The caller gets the original error; a failed rollback closes the connection.
+                let _ = self.tx.rollback().await;
+                Err(e)
+            }
+        }
+    }
+
     /// Bumps revisions, writes the events, commits, then wakes local waiters. Returns the new
     /// revision of every session that changed visibly.
     pub async fn commit(mut self, store: &Store) -> StoreResult<Vec<(String, i64)>> {

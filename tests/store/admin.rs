@@ -9,7 +9,7 @@ use sagents::notify::ChangeHub;
 use sagents::store::{Backend, IdempotencyBegin, Store, StoreError};
 use serde_json::json;
 
-use super::fx;
+use super::{fx, run_cmd};
 use crate::common::db;
 
 both!(
@@ -18,6 +18,7 @@ both!(
     providers_are_upserted_and_listed,
     concurrent_setting_init_agrees_on_one_value,
     readiness_needs_every_migration,
+    corrupt_rows_are_errors_not_panics,
 );
 
 async fn tokens_are_stored_hashed_and_revocable(backend: Backend) {
@@ -257,6 +258,11 @@ async fn readiness_needs_every_migration(backend: Backend) {
     f.store.check_ready().await.unwrap();
 
     let (url, _db) = db::blank_url(backend).await;
+    // SQLite: the file and its missing folders are created, in WAL mode.
+    let url = match backend {
+        Backend::Sqlite => url.replace("/sagents.db", "/nested/deeper/sagents.db"),
+        Backend::Postgres => url,
+    };
     let blank = Store::connect(
         &url,
         Arc::new(SystemClock),
@@ -269,6 +275,20 @@ async fn readiness_needs_every_migration(backend: Backend) {
         blank.check_ready().await,
         Err(StoreError::Unavailable(_))
     ));
+    if backend == Backend::Sqlite {
+        let path = url.trim_start_matches("sqlite://").to_owned();
+        assert!(std::path::Path::new(&path).is_file());
+        let raw = sqlx::AnyPool::connect(&url).await.unwrap();
+        let mode: String = sqlx::Row::get(
+            &sqlx::query("PRAGMA journal_mode")
+                .fetch_one(&raw)
+                .await
+                .unwrap(),
+            0,
+        );
+        assert_eq!(mode, "wal");
+        raw.close().await;
+    }
     blank.migrate().await.unwrap();
     blank.check_ready().await.unwrap();
     blank.migrate().await.unwrap();
@@ -290,4 +310,38 @@ async fn readiness_needs_every_migration(backend: Backend) {
         Err(other) => panic!("expected Invalid, got {other:?}"),
         Ok(_) => panic!("a mysql URL must be refused"),
     }
+}
+
+async fn corrupt_rows_are_errors_not_panics(backend: Backend) {
+    let f = fx(backend).await;
+    let s = f.session("acme").await;
+    let run = f
+        .store
+        .create_run("acme", &s.id, &run_cmd(None))
+        .await
+        .unwrap();
+    let raw = sqlx::AnyPool::connect(f.store.url()).await.unwrap();
+    sqlx::query("UPDATE sessions SET metadata = 'not json' WHERE id = $1")
+        .bind(s.id.as_str())
+        .execute(&raw)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE runs SET input = '{\"unterminated' WHERE id = $1")
+        .bind(run.id.as_str())
+        .execute(&raw)
+        .await
+        .unwrap();
+    raw.close().await;
+    assert!(matches!(
+        f.store.get_session(Some("acme"), &s.id).await,
+        Err(StoreError::Database(_))
+    ));
+    assert!(matches!(
+        f.store.snapshot(Some("acme"), &s.id).await,
+        Err(StoreError::Database(_))
+    ));
+    assert!(matches!(
+        f.store.get_run(None, &run.id).await,
+        Err(StoreError::Database(_))
+    ));
 }
