@@ -185,38 +185,54 @@ async fn template() -> &'static str {
                 .await
                 .expect("migrate the template database");
             store.close().await;
+            if external_url().is_some() {
+                // SAFETY: registers a plain `extern "C" fn` once; it only reads a static.
+                unsafe {
+                    libc::atexit(drop_external_template);
+                }
+            }
             name
         })
         .await
 }
 
 /// A database that is dropped again when this guard goes, on an external server only (a
-/// throwaway cluster disappears as a whole at exit).
+/// throwaway cluster disappears as a whole at exit; on an external server the template is
+/// dropped at exit too).
 pub struct PgDatabase {
     name: String,
 }
 
 impl Drop for PgDatabase {
     fn drop(&mut self) {
-        if external_url().is_none() {
-            return;
+        if external_url().is_some() {
+            drop_database(self.name.clone());
         }
-        let name = self.name.clone();
-        let dropped = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .ok()?;
-            rt.block_on(async {
-                let mut admin = PgConnection::connect(&server_url()).await.ok()?;
-                admin
-                    .execute(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str())
-                    .await
-                    .ok()
-            })
-        });
-        let _ = dropped.join();
     }
+}
+
+extern "C" fn drop_external_template() {
+    if let Some(name) = TEMPLATE.get() {
+        drop_database(name.clone());
+    }
+}
+
+/// Drops a database from outside any runtime (a guard's drop, or process exit).
+fn drop_database(name: String) {
+    let dropped = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        rt.block_on(async {
+            let mut admin = PgConnection::connect(&server_url()).await.ok()?;
+            admin
+                .execute(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str())
+                .await
+                .ok()
+        })
+    });
+    let _ = dropped.join();
 }
 
 async fn create_database(template: &str) -> (String, PgDatabase) {
