@@ -2,6 +2,7 @@
 
 pub mod clock;
 pub mod domain;
+pub mod local_provider;
 pub mod metrics;
 pub mod notify;
 pub mod providers;
