@@ -193,6 +193,17 @@ impl Engine {
         }
     }
 
+    /// A replayed answer carries a grant only while its sandbox generation still runs.
+    async fn with_fresh_grant(&self, mut handle: SandboxHandle) -> SandboxHandle {
+        if let Ok(slot) = self.slot(&handle.r#ref.sandbox_id) {
+            let rec = slot.lock().await;
+            if rec.generation == handle.generation {
+                handle.grant = self.handle_of(&rec).grant;
+            }
+        }
+        handle
+    }
+
     async fn workspace_in_use(&self, dir: &Path) -> bool {
         for slot in self.slots() {
             let rec = slot.lock().await;
@@ -215,7 +226,7 @@ impl Engine {
         let fp = fingerprint(&(&req.spec, &req.owner_run_id, &req.tenant_id));
         let _guard = self.create_lock.lock().await;
         if let Some(h) = self.replay("provision", &req.idempotency_key, &fp)? {
-            return Ok((h, false));
+            return Ok((self.with_fresh_grant(h).await, false));
         }
         let id = format!("sbx_{}", uuid::Uuid::now_v7().simple());
         let dir = match (&req.spec.workspace_mode, &req.spec.host_workspace) {
@@ -361,7 +372,7 @@ impl Engine {
         let fp = fingerprint(&(&req.checkpoint.checkpoint_id, &req.spec, &req.owner_run_id));
         let _guard = self.create_lock.lock().await;
         if let Some(h) = self.replay("restore", &req.idempotency_key, &fp)? {
-            return Ok((h, false));
+            return Ok((self.with_fresh_grant(h).await, false));
         }
         let ckp_id = &req.checkpoint.checkpoint_id;
         let valid_id = ckp_id.starts_with("ckp_")
@@ -505,6 +516,17 @@ impl Engine {
             }
             other => ApiError::invalid("validation.failed", other.to_string()),
         })
+    }
+
+    /// Like [`Engine::kill_all`], without waiting; for teardown in `Drop`.
+    pub fn kill_all_now(&self) {
+        for slot in self.slots() {
+            if let Ok(rec) = slot.try_lock() {
+                if let Some(l) = rec.leader {
+                    l.kill_now();
+                }
+            }
+        }
     }
 
     /// Kills every sandbox's processes (used when tearing down a test or benchmark root).

@@ -80,6 +80,14 @@ impl Leader {
         self.signal_group(libc::SIGCONT)
     }
 
+    /// SIGKILLs the group without waiting (for teardown paths that cannot await).
+    pub fn kill_now(&self) {
+        if self.is_alive() {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+        }
+    }
+
     /// SIGKILLs the group and waits (bounded) until the leader is gone.
     pub async fn kill_group(&self) -> io::Result<()> {
         if !self.is_alive() {

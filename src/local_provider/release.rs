@@ -59,36 +59,37 @@ impl Engine {
                 ));
             }
         }
-        let checkpoint =
-            match (r.disposition, rec.state) {
-                (D::Detach, S::Ready) => {
-                    rec.attached_clients = 0;
-                    None
-                }
-                (D::Terminate, S::Terminated) => None,
-                (D::Terminate, _) => {
-                    self.terminate(&mut rec).await?;
-                    None
-                }
-                (D::SnapshotAndTerminate, S::Ready) => {
-                    Some(self.snapshot_and_terminate(&mut rec).await?)
-                }
-                (_, S::Terminated) => {
-                    return Err(ApiError::conflict(
-                        "sandbox.terminated",
-                        format!(
-                            "the sandbox is terminated; `{}` is impossible",
-                            r.disposition
-                        ),
-                    ))
-                }
-                (_, state) => return Err(ApiError::terminal(
+        let checkpoint = match (r.disposition, rec.state) {
+            (D::Detach, S::Ready) => {
+                rec.attached_clients = 0;
+                None
+            }
+            (D::Terminate, S::Terminated) => None,
+            (D::Terminate, _) => {
+                self.terminate(&mut rec).await?;
+                None
+            }
+            (D::SnapshotAndTerminate, S::Ready) => {
+                Some(self.snapshot_and_terminate(&mut rec).await?)
+            }
+            (_, S::Terminated) => {
+                return Err(ApiError::conflict(
+                    "sandbox.terminated",
+                    format!(
+                        "the sandbox is terminated; `{}` is impossible",
+                        r.disposition
+                    ),
+                ))
+            }
+            (_, state) => {
+                return Err(ApiError::terminal(
                     "sandbox.lost",
                     format!(
                         "the sandbox is {state}: its processes are gone; only `terminate` applies"
                     ),
-                )),
-            };
+                ))
+            }
+        };
         let now = Utc::now();
         rec.revision += 1;
         rec.updated_at = now;

@@ -35,10 +35,9 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for ApiJson<
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         match Json::<T>::from_request(req, state).await {
             Ok(Json(v)) => Ok(ApiJson(v)),
-            Err(JsonRejection::JsonDataError(e)) => Err(ApiError::invalid(
-                "validation.failed",
-                e.body_text(),
-            )),
+            Err(JsonRejection::JsonDataError(e)) => {
+                Err(ApiError::invalid("validation.failed", e.body_text()))
+            }
             Err(e) => Err(ApiError::bad_request(e.body_text())),
         }
     }

@@ -286,6 +286,20 @@ impl ProviderClient {
         Ok(receipt)
     }
 
+    /// The receipt exactly as the provider sent it, unchecked: for diagnostics and the
+    /// conformance checker only; lifecycle code must use [`ProviderClient::release`].
+    pub async fn release_unchecked(
+        &self,
+        req: &ReleaseRequest,
+        opts: &CallOptions,
+    ) -> Result<SandboxReleaseReceipt, ProviderCallError> {
+        let path = sandbox_path(&req.request.r#ref.sandbox_id, "/release")?;
+        let t = self.config.timeouts.release;
+        let fencing = req.context.fencing_token;
+        self.call(Method::POST, &path, Some(req), fencing, t, opts)
+            .await
+    }
+
     pub async fn restore(
         &self,
         req: &RestoreRequest,

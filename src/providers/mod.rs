@@ -2,6 +2,7 @@
 //! registry and the conformance checker.
 
 pub mod client;
+pub mod conformance;
 pub mod grant;
 pub mod registry;
 pub mod spec;
