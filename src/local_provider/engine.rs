@@ -20,8 +20,8 @@ use crate::domain::validate;
 use crate::providers::grant;
 use crate::providers::spec::{ReleaseDisposition, ResolvedSandboxSpec, SpecError, WorkspaceMode};
 use crate::providers::wire::{
-    AttachRequest, Capabilities, ExecRequest, ExecResponse, ProvisionRequest, RestoreRequest,
-    SandboxHandle, SandboxInfo, SandboxRef, SandboxState, API_VERSION_V3, CAPABILITY_SANDBOX,
+    AttachRequest, Capabilities, ExecRequest, ExecResponse, ProvisionRequest, SandboxHandle,
+    SandboxInfo, SandboxRef, SandboxState, API_VERSION_V3, CAPABILITY_SANDBOX,
 };
 
 pub const PROVIDER_ID: &str = "local";
@@ -40,7 +40,7 @@ pub struct Engine {
     pub(super) layout: Layout,
     pub(super) faults: FaultPlan,
     sandboxes: RwLock<HashMap<String, Slot>>,
-    create_lock: Mutex<()>,
+    pub(super) create_lock: Mutex<()>,
 }
 
 pub(super) fn internal(context: &str, e: impl std::fmt::Display) -> ApiError {
@@ -57,14 +57,14 @@ pub(super) fn check_key(key: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn check_spec(spec: &ResolvedSandboxSpec) -> Result<(), ApiError> {
+pub(super) fn check_spec(spec: &ResolvedSandboxSpec) -> Result<(), ApiError> {
     spec.validate().map_err(|e| match e {
         SpecError::Unsupported(_) => ApiError::invalid("sandbox.spec_unsupported", e.to_string()),
         SpecError::Invalid(v) => ApiError::invalid("validation.failed", v.to_string()),
     })
 }
 
-fn check_name(field: &str, value: &str) -> Result<(), ApiError> {
+pub(super) fn check_name(field: &str, value: &str) -> Result<(), ApiError> {
     validate::name(field, value).map_err(|e| ApiError::invalid("validation.failed", e.to_string()))
 }
 
@@ -178,7 +178,12 @@ impl Engine {
         }
     }
 
-    fn replay(&self, scope: &str, key: &str, fp: &str) -> Result<Option<SandboxHandle>, ApiError> {
+    pub(super) fn replay(
+        &self,
+        scope: &str,
+        key: &str,
+        fp: &str,
+    ) -> Result<Option<SandboxHandle>, ApiError> {
         let stored = self
             .layout
             .load_request(scope, key)
@@ -194,7 +199,7 @@ impl Engine {
     }
 
     /// A replayed answer carries a grant only while its sandbox generation still runs.
-    async fn with_fresh_grant(&self, mut handle: SandboxHandle) -> SandboxHandle {
+    pub(super) async fn with_fresh_grant(&self, mut handle: SandboxHandle) -> SandboxHandle {
         if let Ok(slot) = self.slot(&handle.r#ref.sandbox_id) {
             let rec = slot.lock().await;
             if rec.generation == handle.generation {
@@ -280,7 +285,7 @@ impl Engine {
             .await
     }
 
-    async fn finish_create(
+    pub(super) async fn finish_create(
         &self,
         rec: SandboxRecord,
         scope: &str,
@@ -356,105 +361,6 @@ impl Engine {
             rec.updated_at = Utc::now();
             let _ = self.save(&rec);
         }
-    }
-
-    /// `POST /v3/restores`: a new ready sandbox holding the checkpoint's files.
-    pub async fn restore(&self, req: &RestoreRequest) -> Result<(SandboxHandle, bool), ApiError> {
-        check_spec(&req.spec)?;
-        if req.spec.workspace_mode != WorkspaceMode::Isolated {
-            return Err(ApiError::invalid(
-                "sandbox.restore_unsupported",
-                "an active workspace keeps its files on the host: provision it fresh instead",
-            ));
-        }
-        check_name("owner_run_id", &req.owner_run_id)?;
-        check_key(&req.idempotency_key)?;
-        let fp = fingerprint(&(&req.checkpoint.checkpoint_id, &req.spec, &req.owner_run_id));
-        let _guard = self.create_lock.lock().await;
-        if let Some(h) = self.replay("restore", &req.idempotency_key, &fp)? {
-            return Ok((self.with_fresh_grant(h).await, false));
-        }
-        let ckp_id = &req.checkpoint.checkpoint_id;
-        let valid_id = ckp_id.starts_with("ckp_")
-            && ckp_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        let ckp = match valid_id {
-            true => self
-                .layout
-                .load_checkpoint(ckp_id)
-                .map_err(|e| internal("reading the checkpoint", e))?,
-            false => None,
-        }
-        .ok_or_else(|| ApiError::not_found("checkpoint", ckp_id))?;
-        if req.checkpoint.digest.is_some() && req.checkpoint.digest != ckp.digest {
-            return Err(ApiError::invalid(
-                "checkpoint.mismatch",
-                "checkpoint.digest does not match the stored checkpoint",
-            ));
-        }
-        let tenant_id = match self.slot(&ckp.sandbox_id) {
-            Ok(s) => s.lock().await.r#ref.tenant_id.clone(),
-            Err(_) => String::new(),
-        };
-        let id = format!("sbx_{}", uuid::Uuid::now_v7().simple());
-        let dir = self.layout.sandbox_dirs().join(&id);
-        std::fs::create_dir_all(&dir).map_err(|e| internal("creating the sandbox", e))?;
-        let archive = self.layout.archive(&ckp.checkpoint_id);
-        let (digest, target) = (ckp.digest.clone(), dir.clone());
-        let unpacked = tokio::task::spawn_blocking(move || {
-            super::archive::unpack(&archive, &target, digest.as_deref())
-        })
-        .await
-        .map_err(|e| internal("restoring the files", e))
-        .and_then(|r| {
-            r.map_err(|e| match e {
-                super::archive::UnpackError::DigestMismatch => {
-                    ApiError::terminal("checkpoint.corrupt", e.to_string())
-                }
-                super::archive::UnpackError::Io(io)
-                    if io.kind() == std::io::ErrorKind::NotFound =>
-                {
-                    ApiError::terminal("checkpoint.missing", "the checkpoint's archive is gone")
-                }
-                other => internal("restoring the files", other),
-            })
-        });
-        let leader = unpacked.and_then(|_| {
-            process::spawn_leader(&dir).map_err(|e| internal("starting the sandbox", e))
-        });
-        let leader = match leader {
-            Ok(l) => l,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(e);
-            }
-        };
-        let now = Utc::now();
-        let rec = SandboxRecord {
-            r#ref: SandboxRef {
-                sandbox_id: id,
-                provider_id: PROVIDER_ID.into(),
-                provider_version: env!("CARGO_PKG_VERSION").into(),
-                tenant_id,
-                owner_run_id: req.owner_run_id.clone(),
-                spec_hash: req.spec.spec_hash.clone(),
-                policy_hash: req.spec.policy_hash.clone(),
-            },
-            state: SandboxState::Ready,
-            revision: 1,
-            generation: ckp.generation + 1,
-            attached_clients: 0,
-            workspace_mode: WorkspaceMode::Isolated,
-            dir,
-            resources: req.spec.resources.clone(),
-            leader: Some(leader),
-            created_at: now,
-            updated_at: now,
-            releases: Default::default(),
-        };
-        self.finish_create(rec, "restore", &req.idempotency_key, fp)
-            .await
     }
 
     /// `POST /v3/sandboxes/{id}/exec`, guarded by a grant for the sandbox's current generation.

@@ -20,6 +20,7 @@ pub mod faults;
 pub mod paths;
 pub mod process;
 mod release;
+mod restore;
 mod routes;
 mod state;
 
