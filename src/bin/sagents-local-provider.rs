@@ -1,1 +1,26 @@
-fn main() {}
+//! Reference sandbox provider: `sagents-local-provider serve --listen ADDR --root DIR ...`.
+
+use anyhow::Context;
+use clap::Parser;
+use sagents::local_provider::{self, cli};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    match cli.command {
+        cli::Command::Serve(args) => {
+            let provider = local_provider::serve(args.into())
+                .await
+                .context("starting the local provider")?;
+            tracing::info!(addr = %provider.addr, "sagents-local-provider listening");
+            println!("listening on {}", provider.addr);
+            provider.wait_for_signal().await;
+        }
+    }
+    Ok(())
+}

@@ -1,3 +1,9 @@
-//! Sandbox provider plugin API v3: the spec, wire types, HTTP client and registry.
+//! Sandbox provider plugin API v3: the spec, wire types, grants, the HTTP client, the
+//! registry and the conformance checker.
 
+pub mod client;
+pub mod conformance;
+pub mod grant;
+pub mod registry;
 pub mod spec;
+pub mod wire;

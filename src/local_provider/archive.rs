@@ -1,0 +1,170 @@
+//! Snapshots as archives: tar + zstd, in process, with a SHA-256 digest of the stored file.
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+/// zstd level shared with the command-line floor the benchmark compares against.
+pub const ZSTD_LEVEL: i32 = 3;
+const BUF: usize = 256 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveInfo {
+    pub size_bytes: u64,
+    /// `sha256:` + hex of the archive file.
+    pub digest: String,
+}
+
+struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+    written: u64,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+struct HashingReader<R> {
+    inner: R,
+    hasher: Sha256,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Archives the contents of `dir` into `out` (written to a temporary name, synced, then
+/// renamed into place). Symlinks are stored as links, never followed.
+pub fn pack(dir: &Path, out: &Path) -> io::Result<ArchiveInfo> {
+    let tmp = out.with_extension("partial");
+    let result = pack_to(dir, &tmp).and_then(|info| {
+        std::fs::rename(&tmp, out)?;
+        Ok(info)
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn pack_to(dir: &Path, tmp: &Path) -> io::Result<ArchiveInfo> {
+    let file = File::create(tmp)?;
+    let hashing = HashingWriter {
+        inner: BufWriter::with_capacity(BUF, file),
+        hasher: Sha256::new(),
+        written: 0,
+    };
+    let mut encoder = zstd::stream::Encoder::new(hashing, ZSTD_LEVEL)?;
+    encoder.include_checksum(false)?;
+    let mut builder = tar::Builder::new(encoder);
+    builder.follow_symlinks(false);
+    builder.mode(tar::HeaderMode::Complete);
+    builder.append_dir_all(".", dir)?;
+    let encoder = builder.into_inner()?;
+    let mut hashing = encoder.finish()?;
+    hashing.flush()?;
+    let digest = format!("sha256:{}", hex::encode(hashing.hasher.finalize()));
+    let file = hashing.inner.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    Ok(ArchiveInfo {
+        size_bytes: hashing.written,
+        digest,
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UnpackError {
+    #[error("reading the checkpoint failed: {0}")]
+    Io(#[from] io::Error),
+    #[error("the checkpoint archive does not match its digest")]
+    DigestMismatch,
+}
+
+/// Unpacks `archive` into `dir` (which must exist), checking the archive against `digest`.
+pub fn unpack(archive: &Path, dir: &Path, digest: Option<&str>) -> Result<(), UnpackError> {
+    let file = File::open(archive)?;
+    let mut hashing = HashingReader {
+        inner: file,
+        hasher: Sha256::new(),
+    };
+    {
+        let decoder =
+            zstd::stream::Decoder::with_buffer(BufReader::with_capacity(BUF, &mut hashing))?;
+        let mut tar = tar::Archive::new(decoder);
+        tar.set_preserve_permissions(true);
+        tar.set_preserve_mtime(true);
+        tar.set_unpack_xattrs(false);
+        tar.set_overwrite(true);
+        tar.unpack(dir)?;
+    }
+    io::copy(&mut hashing, &mut io::sink())?;
+    let got = format!("sha256:{}", hex::encode(hashing.hasher.finalize()));
+    match digest {
+        Some(want) if want != got => Err(UnpackError::DigestMismatch),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_come_back_byte_for_byte() {
+        let src = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(src.path().join("a/b")).unwrap();
+        std::fs::write(src.path().join("a/b/file.txt"), b"hello").unwrap();
+        std::fs::write(src.path().join("top.bin"), vec![7u8; 100_000]).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", src.path().join("link")).unwrap();
+        let store = tempfile::tempdir().unwrap();
+        let out = store.path().join("c.tar.zst");
+        let info = pack(src.path(), &out).unwrap();
+        assert_eq!(info.size_bytes, std::fs::metadata(&out).unwrap().len());
+        assert!(info.size_bytes < 100_000);
+        let dst = tempfile::tempdir().unwrap();
+        unpack(&out, dst.path(), Some(&info.digest)).unwrap();
+        assert_eq!(
+            std::fs::read(dst.path().join("a/b/file.txt")).unwrap(),
+            b"hello"
+        );
+        assert_eq!(
+            std::fs::read(dst.path().join("top.bin")).unwrap().len(),
+            100_000
+        );
+        assert_eq!(
+            std::fs::read_link(dst.path().join("link")).unwrap(),
+            Path::new("/etc/passwd")
+        );
+    }
+
+    #[test]
+    fn a_corrupted_archive_is_detected() {
+        let src = tempfile::tempdir().unwrap();
+        std::fs::write(src.path().join("f"), b"data").unwrap();
+        let store = tempfile::tempdir().unwrap();
+        let out = store.path().join("c.tar.zst");
+        pack(src.path(), &out).unwrap();
+        let dst = tempfile::tempdir().unwrap();
+        let wrong = format!("sha256:{}", "0".repeat(64));
+        assert!(matches!(
+            unpack(&out, dst.path(), Some(&wrong)),
+            Err(UnpackError::DigestMismatch)
+        ));
+    }
+}

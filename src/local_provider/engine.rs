@@ -1,0 +1,447 @@
+//! The provider's sandboxes: provision, inspect, attach, restore, exec. Release lives in
+//! `release.rs`. Each sandbox has its own lock; creations share one, so idempotency keys of
+//! provisions and restores are checked and recorded without races.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::Mutex;
+
+use super::error::ApiError;
+use super::exec::{self, ExecPlan};
+use super::faults::FaultPlan;
+use super::paths;
+use super::process::{self, Limits};
+use super::state::{fingerprint, Layout, SandboxRecord, StoredRequest};
+use crate::domain::validate;
+use crate::providers::grant;
+use crate::providers::spec::{ReleaseDisposition, ResolvedSandboxSpec, SpecError, WorkspaceMode};
+use crate::providers::wire::{
+    AttachRequest, Capabilities, ExecRequest, ExecResponse, ProvisionRequest, SandboxHandle,
+    SandboxInfo, SandboxRef, SandboxState, API_VERSION_V3, CAPABILITY_SANDBOX,
+};
+
+pub const PROVIDER_ID: &str = "local";
+pub const GRANT_TTL: Duration = Duration::from_secs(15 * 60);
+const MAX_KEY_LEN: usize = 256;
+
+pub struct EngineConfig {
+    pub workspace_root: PathBuf,
+    pub grant_secret: Vec<u8>,
+}
+
+pub type Slot = Arc<Mutex<SandboxRecord>>;
+
+pub struct Engine {
+    pub(super) cfg: EngineConfig,
+    pub(super) layout: Layout,
+    pub(super) faults: FaultPlan,
+    sandboxes: RwLock<HashMap<String, Slot>>,
+    pub(super) create_lock: Mutex<()>,
+}
+
+pub(super) fn internal(context: &str, e: impl std::fmt::Display) -> ApiError {
+    ApiError::internal(format!("{context}: {e}"))
+}
+
+pub(super) fn check_key(key: &str) -> Result<(), ApiError> {
+    if key.is_empty() || key.len() > MAX_KEY_LEN || key.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            "validation.failed",
+            format!("idempotency_key must be 1 to {MAX_KEY_LEN} printable characters"),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn check_spec(spec: &ResolvedSandboxSpec) -> Result<(), ApiError> {
+    spec.validate().map_err(|e| match e {
+        SpecError::Unsupported(_) => ApiError::invalid("sandbox.spec_unsupported", e.to_string()),
+        SpecError::Invalid(v) => ApiError::invalid("validation.failed", v.to_string()),
+    })
+}
+
+pub(super) fn check_name(field: &str, value: &str) -> Result<(), ApiError> {
+    validate::name(field, value).map_err(|e| ApiError::invalid("validation.failed", e.to_string()))
+}
+
+/// Refreshes a record whose processes died behind our back. Returns whether it changed.
+pub(super) fn reconcile(rec: &mut SandboxRecord) -> bool {
+    let live_state = matches!(
+        rec.state,
+        SandboxState::Ready | SandboxState::Suspended | SandboxState::Provisioning
+    );
+    if live_state && !rec.leader.is_some_and(|l| l.is_alive()) {
+        rec.state = SandboxState::Lost;
+        rec.revision += 1;
+        rec.updated_at = Utc::now();
+        return true;
+    }
+    false
+}
+
+impl Engine {
+    /// Loads every persisted sandbox and reports honestly what survived: a sandbox whose
+    /// processes are gone is `lost`; one paused by an interrupted snapshot is resumed.
+    pub fn load(cfg: EngineConfig, layout: Layout, faults: FaultPlan) -> std::io::Result<Self> {
+        let mut map = HashMap::new();
+        for mut rec in layout.load_sandboxes()? {
+            let mut changed = reconcile(&mut rec);
+            if rec.state == SandboxState::Suspended {
+                let resumed = rec.leader.is_some_and(|l| l.resume().is_ok());
+                rec.state = if resumed {
+                    SandboxState::Ready
+                } else {
+                    SandboxState::Lost
+                };
+                rec.revision += 1;
+                changed = true;
+            }
+            if changed {
+                layout.save_sandbox(&rec)?;
+            }
+            map.insert(rec.r#ref.sandbox_id.clone(), Arc::new(Mutex::new(rec)));
+        }
+        if let Ok(entries) = std::fs::read_dir(layout.trash()) {
+            for e in entries.flatten() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+        Ok(Engine {
+            cfg,
+            layout,
+            faults,
+            sandboxes: RwLock::new(map),
+            create_lock: Mutex::new(()),
+        })
+    }
+
+    pub fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            api_version: API_VERSION_V3.into(),
+            capability: CAPABILITY_SANDBOX.into(),
+            provider_id: PROVIDER_ID.into(),
+            provider_version: env!("CARGO_PKG_VERSION").into(),
+            isolation_level: "process".into(),
+            supported_release_dispositions: ReleaseDisposition::ALL.to_vec(),
+            supports_snapshot: true,
+            supports_restore: true,
+            supports_reconnect: true,
+            max_lifetime_seconds: None,
+            supports_exec: true,
+        }
+    }
+
+    pub(super) fn slot(&self, id: &str) -> Result<Slot, ApiError> {
+        let map = self.sandboxes.read().unwrap_or_else(|e| e.into_inner());
+        map.get(id)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found("sandbox", id))
+    }
+
+    fn slots(&self) -> Vec<Slot> {
+        let map = self.sandboxes.read().unwrap_or_else(|e| e.into_inner());
+        map.values().cloned().collect()
+    }
+
+    fn insert(&self, rec: SandboxRecord) {
+        let mut map = self.sandboxes.write().unwrap_or_else(|e| e.into_inner());
+        map.insert(rec.r#ref.sandbox_id.clone(), Arc::new(Mutex::new(rec)));
+    }
+
+    pub(super) fn save(&self, rec: &SandboxRecord) -> Result<(), ApiError> {
+        self.layout
+            .save_sandbox(rec)
+            .map_err(|e| internal("saving the sandbox state", e))
+    }
+
+    /// The `{ref, state, revision}` answer, with a fresh grant while the sandbox is ready.
+    pub(super) fn handle_of(&self, rec: &SandboxRecord) -> SandboxHandle {
+        let grant = (rec.state == SandboxState::Ready).then(|| {
+            let ttl = chrono::Duration::from_std(GRANT_TTL).unwrap_or_default();
+            grant::mint(
+                &self.cfg.grant_secret,
+                &rec.r#ref.sandbox_id,
+                rec.generation,
+                Utc::now() + ttl,
+            )
+        });
+        SandboxHandle {
+            r#ref: rec.r#ref.clone(),
+            state: rec.state,
+            revision: rec.revision,
+            generation: rec.generation,
+            grant,
+        }
+    }
+
+    pub(super) fn replay(
+        &self,
+        scope: &str,
+        key: &str,
+        fp: &str,
+    ) -> Result<Option<SandboxHandle>, ApiError> {
+        let stored = self
+            .layout
+            .load_request(scope, key)
+            .map_err(|e| internal("reading the idempotency record", e))?;
+        match stored {
+            Some(s) if s.fingerprint == fp => Ok(Some(s.handle)),
+            Some(_) => Err(ApiError::conflict(
+                "idempotency.key_reused",
+                format!("idempotency_key was already used for a different {scope} request"),
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// A replayed answer carries a grant only while its sandbox generation still runs.
+    pub(super) async fn with_fresh_grant(&self, mut handle: SandboxHandle) -> SandboxHandle {
+        if let Ok(slot) = self.slot(&handle.r#ref.sandbox_id) {
+            let rec = slot.lock().await;
+            if rec.generation == handle.generation {
+                handle.grant = self.handle_of(&rec).grant;
+            }
+        }
+        handle
+    }
+
+    async fn workspace_in_use(&self, dir: &Path) -> bool {
+        for slot in self.slots() {
+            let rec = slot.lock().await;
+            if rec.dir == dir && rec.state.holds_compute() && rec.state != SandboxState::Lost {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `POST /v3/sandboxes`; the bool is false for a replay.
+    pub async fn provision(
+        &self,
+        req: &ProvisionRequest,
+    ) -> Result<(SandboxHandle, bool), ApiError> {
+        check_spec(&req.spec)?;
+        check_name("owner_run_id", &req.owner_run_id)?;
+        check_name("tenant_id", &req.tenant_id)?;
+        check_key(&req.idempotency_key)?;
+        let fp = fingerprint(&(&req.spec, &req.owner_run_id, &req.tenant_id));
+        let _guard = self.create_lock.lock().await;
+        if let Some(h) = self.replay("provision", &req.idempotency_key, &fp)? {
+            return Ok((self.with_fresh_grant(h).await, false));
+        }
+        let id = format!("sbx_{}", uuid::Uuid::now_v7().simple());
+        let dir = match (&req.spec.workspace_mode, &req.spec.host_workspace) {
+            (WorkspaceMode::ActiveWorkspace, Some(host)) => {
+                let dir = paths::resolve_workspace(&self.cfg.workspace_root, host).map_err(|e| {
+                    ApiError::invalid(
+                        "sandbox.workspace_outside_root",
+                        format!("sandbox_spec.host_workspace: {e}; it must lie inside the workspace root"),
+                    )
+                })?;
+                if self.workspace_in_use(&dir).await {
+                    return Err(ApiError::conflict(
+                        "sandbox.workspace_in_use",
+                        "another live sandbox has this workspace mounted",
+                    ));
+                }
+                dir
+            }
+            _ => {
+                let dir = self.layout.sandbox_dirs().join(&id);
+                std::fs::create_dir_all(&dir).map_err(|e| internal("creating the sandbox", e))?;
+                dir
+            }
+        };
+        let leader =
+            process::spawn_leader(&dir).map_err(|e| internal("starting the sandbox", e))?;
+        let now = Utc::now();
+        let rec = SandboxRecord {
+            r#ref: SandboxRef {
+                sandbox_id: id,
+                provider_id: PROVIDER_ID.into(),
+                provider_version: env!("CARGO_PKG_VERSION").into(),
+                tenant_id: req.tenant_id.clone(),
+                owner_run_id: req.owner_run_id.clone(),
+                spec_hash: req.spec.spec_hash.clone(),
+                policy_hash: req.spec.policy_hash.clone(),
+            },
+            state: SandboxState::Ready,
+            revision: 1,
+            generation: 1,
+            attached_clients: 0,
+            workspace_mode: req.spec.workspace_mode,
+            dir,
+            resources: req.spec.resources.clone(),
+            leader: Some(leader),
+            created_at: now,
+            updated_at: now,
+            releases: Default::default(),
+        };
+        self.finish_create(rec, "provision", &req.idempotency_key, fp)
+            .await
+    }
+
+    pub(super) async fn finish_create(
+        &self,
+        rec: SandboxRecord,
+        scope: &str,
+        key: &str,
+        fp: String,
+    ) -> Result<(SandboxHandle, bool), ApiError> {
+        let persisted = self.save(&rec).and_then(|_| {
+            let mut stored = self.handle_of(&rec);
+            stored.grant = None;
+            self.layout
+                .save_request(
+                    scope,
+                    key,
+                    &StoredRequest {
+                        fingerprint: fp,
+                        handle: stored,
+                    },
+                )
+                .map_err(|e| internal("saving the idempotency record", e))
+        });
+        if let Err(e) = persisted {
+            if let Some(l) = rec.leader {
+                let _ = l.kill_group().await;
+            }
+            return Err(e);
+        }
+        let handle = self.handle_of(&rec);
+        self.insert(rec);
+        Ok((handle, true))
+    }
+
+    pub async fn inspect(&self, id: &str) -> Result<SandboxInfo, ApiError> {
+        let slot = self.slot(id)?;
+        let mut rec = slot.lock().await;
+        if reconcile(&mut rec) {
+            self.save(&rec)?;
+        }
+        Ok(SandboxInfo {
+            r#ref: rec.r#ref.clone(),
+            state: rec.state,
+            revision: rec.revision,
+            attached_clients: rec.attached_clients,
+            generation: rec.generation,
+        })
+    }
+
+    pub async fn attach(&self, id: &str, _req: &AttachRequest) -> Result<SandboxHandle, ApiError> {
+        let slot = self.slot(id)?;
+        let mut rec = slot.lock().await;
+        if reconcile(&mut rec) {
+            self.save(&rec)?;
+        }
+        if rec.state != SandboxState::Ready {
+            return Err(ApiError::conflict(
+                "sandbox.not_running",
+                format!("the sandbox is {}; attach needs a ready sandbox", rec.state),
+            ));
+        }
+        rec.attached_clients = rec.attached_clients.saturating_add(1);
+        rec.revision += 1;
+        rec.updated_at = Utc::now();
+        self.save(&rec)?;
+        Ok(self.handle_of(&rec))
+    }
+
+    /// Marks a sandbox lost (a terminal fault was reported for it): never reported running.
+    pub async fn mark_lost(&self, id: &str) {
+        let Ok(slot) = self.slot(id) else { return };
+        let mut rec = slot.lock().await;
+        if matches!(rec.state, SandboxState::Ready | SandboxState::Suspended) {
+            rec.state = SandboxState::Lost;
+            rec.revision += 1;
+            rec.updated_at = Utc::now();
+            let _ = self.save(&rec);
+        }
+    }
+
+    /// `POST /v3/sandboxes/{id}/exec`, guarded by a grant for the sandbox's current generation.
+    pub async fn exec(&self, id: &str, req: &ExecRequest) -> Result<ExecResponse, ApiError> {
+        let (leader, dir, resources) = {
+            let slot = self.slot(id)?;
+            let mut rec = slot.lock().await;
+            if reconcile(&mut rec) {
+                self.save(&rec)?;
+            }
+            if rec.state == SandboxState::Terminated {
+                return Err(ApiError::forbidden(
+                    "grant.refused",
+                    "the sandbox's compute was terminated; its grants are no longer valid",
+                ));
+            }
+            grant::verify(
+                &self.cfg.grant_secret,
+                &req.grant,
+                id,
+                rec.generation,
+                Utc::now(),
+            )
+            .map_err(|e| ApiError::forbidden("grant.invalid", e.to_string()))?;
+            let leader = match (rec.state, rec.leader) {
+                (SandboxState::Ready, Some(l)) => l,
+                (state, _) => {
+                    return Err(ApiError::conflict(
+                        "sandbox.not_running",
+                        format!("the sandbox is {state}"),
+                    ))
+                }
+            };
+            (leader, rec.dir.clone(), rec.resources.clone())
+        };
+        if req.timeout_seconds == 0 || req.timeout_seconds > exec::MAX_TIMEOUT_SECONDS {
+            return Err(ApiError::invalid(
+                "validation.failed",
+                format!("timeout_seconds must be 1 to {}", exec::MAX_TIMEOUT_SECONDS),
+            ));
+        }
+        let cwd = paths::resolve_cwd(&dir, req.cwd.as_deref())
+            .map_err(|e| ApiError::invalid("exec.cwd_invalid", format!("cwd: {e}")))?;
+        let timeout = Duration::from_secs(req.timeout_seconds);
+        exec::run(ExecPlan {
+            argv: &req.argv,
+            cwd: &cwd,
+            home: &dir,
+            env: req.env.as_ref(),
+            stdin: req.stdin.as_deref(),
+            timeout,
+            process_group: leader.pid,
+            limits: Limits::from_resources(&resources, timeout),
+        })
+        .await
+        .map_err(|e| match e {
+            exec::ExecError::Spawn(_) | exec::ExecError::Wait(_) => {
+                ApiError::invalid("exec.failed", e.to_string())
+            }
+            other => ApiError::invalid("validation.failed", other.to_string()),
+        })
+    }
+
+    /// Like [`Engine::kill_all`], without waiting; for teardown in `Drop`.
+    pub fn kill_all_now(&self) {
+        for slot in self.slots() {
+            if let Ok(rec) = slot.try_lock() {
+                if let Some(l) = rec.leader {
+                    l.kill_now();
+                }
+            }
+        }
+    }
+
+    /// Kills every sandbox's processes (used when tearing down a test or benchmark root).
+    pub async fn kill_all(&self) {
+        for slot in self.slots() {
+            let rec = slot.lock().await;
+            if let Some(l) = rec.leader {
+                let _ = l.kill_group().await;
+            }
+        }
+    }
+}

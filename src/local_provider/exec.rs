@@ -1,0 +1,149 @@
+//! Running one command inside a sandbox: in its process group, its directory and its limits,
+//! with bounded output and a timeout.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+use super::process::Limits;
+use crate::providers::wire::ExecResponse;
+
+/// Per stream; keeps an exec answer well under a client's 1 MiB response cap.
+pub const MAX_OUTPUT_BYTES: usize = 64 * 1024;
+pub const MAX_STDIN_BYTES: usize = 1024 * 1024;
+pub const MAX_TIMEOUT_SECONDS: u64 = 3600;
+const SAFE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+pub struct ExecPlan<'a> {
+    pub argv: &'a [String],
+    pub cwd: &'a Path,
+    pub home: &'a Path,
+    pub env: Option<&'a BTreeMap<String, String>>,
+    pub stdin: Option<&'a str>,
+    pub timeout: Duration,
+    pub process_group: i32,
+    pub limits: Limits,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("argv must name a program")]
+    EmptyArgv,
+    #[error("env name `{0}` is not allowed")]
+    BadEnvName(String),
+    #[error("stdin is larger than {MAX_STDIN_BYTES} bytes")]
+    StdinTooLarge,
+    #[error("the command could not be started: {0}")]
+    Spawn(std::io::Error),
+    #[error("waiting for the command failed: {0}")]
+    Wait(std::io::Error),
+}
+
+#[derive(Default)]
+struct Capture {
+    data: Vec<u8>,
+    truncated: bool,
+}
+
+async fn drain<R: AsyncRead + Unpin>(mut r: R, out: Arc<Mutex<Capture>>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = r.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let mut c = out.lock().unwrap_or_else(|e| e.into_inner());
+        let room = MAX_OUTPUT_BYTES.saturating_sub(c.data.len());
+        c.data.extend_from_slice(&buf[..n.min(room)]);
+        if n > room {
+            c.truncated = true;
+        }
+    }
+}
+
+fn take(c: &Arc<Mutex<Capture>>) -> (String, bool) {
+    let c = c.lock().unwrap_or_else(|e| e.into_inner());
+    (String::from_utf8_lossy(&c.data).into_owned(), c.truncated)
+}
+
+pub async fn run(plan: ExecPlan<'_>) -> Result<ExecResponse, ExecError> {
+    let (program, args) = plan.argv.split_first().ok_or(ExecError::EmptyArgv)?;
+    if program.is_empty() || program.contains('\0') {
+        return Err(ExecError::EmptyArgv);
+    }
+    if plan.stdin.is_some_and(|s| s.len() > MAX_STDIN_BYTES) {
+        return Err(ExecError::StdinTooLarge);
+    }
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(plan.cwd)
+        .env_clear()
+        .env("PATH", SAFE_PATH)
+        .env("HOME", plan.home)
+        .env("PWD", plan.cwd)
+        .stdin(if plan.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(plan.process_group)
+        .kill_on_drop(true);
+    for (k, v) in plan.env.into_iter().flatten() {
+        if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
+            return Err(ExecError::BadEnvName(k.chars().take(80).collect()));
+        }
+        cmd.env(k, v);
+    }
+    let limits = plan.limits;
+    // SAFETY: the closure only calls setrlimit(2), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || limits.apply());
+    }
+    let mut child = cmd.spawn().map_err(ExecError::Spawn)?;
+    let out = Arc::new(Mutex::new(Capture::default()));
+    let err = Arc::new(Mutex::new(Capture::default()));
+    let mut readers = Vec::new();
+    if let Some(s) = child.stdout.take() {
+        readers.push(tokio::spawn(drain(s, out.clone())));
+    }
+    if let Some(s) = child.stderr.take() {
+        readers.push(tokio::spawn(drain(s, err.clone())));
+    }
+    if let (Some(mut stdin), Some(input)) = (child.stdin.take(), plan.stdin) {
+        let input = input.as_bytes().to_vec();
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&input).await;
+        });
+    }
+    let (status, timed_out) = match tokio::time::timeout(plan.timeout, child.wait()).await {
+        Ok(status) => (status.map_err(ExecError::Wait)?, false),
+        Err(_) => {
+            let _ = child.start_kill();
+            (child.wait().await.map_err(ExecError::Wait)?, true)
+        }
+    };
+    // Background descendants may hold the pipes open; what they print later is not waited for.
+    for r in readers {
+        let abort = r.abort_handle();
+        if tokio::time::timeout(Duration::from_millis(200), r)
+            .await
+            .is_err()
+        {
+            abort.abort();
+        }
+    }
+    let (stdout, t1) = take(&out);
+    let (stderr, t2) = take(&err);
+    Ok(ExecResponse {
+        exit_code: status.code(),
+        stdout,
+        stderr,
+        truncated: t1 || t2,
+        timed_out,
+    })
+}

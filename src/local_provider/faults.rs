@@ -1,0 +1,241 @@
+//! Test-only fault injection (`--fault-injection SPEC`).
+//!
+//! Grammar (whitespace around separators is ignored):
+//!
+//! ```text
+//! SPEC     := RULE (';' RULE)*
+//! RULE     := POINT '=' ACTION (':' MODIFIER)*
+//! POINT    := capabilities | provision | inspect | attach | release | restore | exec
+//!           | snapshot      (the archive step of snapshot_and_terminate, after the pause)
+//!           | resume        (bringing a paused sandbox back after a failed snapshot)
+//! ACTION   := recoverable   (answer 503 retryable, doing nothing)
+//!           | terminal      (answer 500 not retryable; the named sandbox is reported lost)
+//!           | drop          (do the work, then cut the connection instead of answering)
+//!           | delay_ms=N    (wait N ms, then handle normally)
+//!           | fail          (snapshot / resume only: that step fails)
+//! MODIFIER := times=N       (only the first N calls to POINT)
+//!           | p=F           (each call with probability F in [0, 1])
+//! ```
+//!
+//! Without a modifier a rule fires on every call. Example:
+//! `release=recoverable:times=2;restore=delay_ms=300;snapshot=fail:times=1`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+crate::text_enum! {
+    pub enum FaultPoint as "fault point" {
+        Capabilities => "capabilities",
+        Provision => "provision",
+        Inspect => "inspect",
+        Attach => "attach",
+        Release => "release",
+        Restore => "restore",
+        Exec => "exec",
+        Snapshot => "snapshot",
+        Resume => "resume",
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultAction {
+    Recoverable,
+    Terminal,
+    Drop,
+    Delay(Duration),
+    Fail,
+}
+
+#[derive(Debug)]
+pub struct FaultRule {
+    pub point: FaultPoint,
+    pub action: FaultAction,
+    pub times: Option<u64>,
+    pub probability: Option<f64>,
+    calls: AtomicU64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid fault injection rule `{rule}`: {reason}")]
+pub struct FaultSpecError {
+    pub rule: String,
+    pub reason: String,
+}
+
+/// What to do for one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaultDecision {
+    pub delay: Option<Duration>,
+    /// The first non-delay action that fired.
+    pub action: Option<FaultAction>,
+}
+
+#[derive(Debug, Default)]
+pub struct FaultPlan {
+    rules: Vec<FaultRule>,
+}
+
+impl FaultPlan {
+    pub fn parse(spec: &str) -> Result<Self, FaultSpecError> {
+        let rules = spec
+            .split(';')
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(parse_rule)
+            .collect::<Result<_, _>>()?;
+        Ok(Self { rules })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Counts this call against every rule of `point` and returns what fires.
+    pub fn decide(&self, point: FaultPoint) -> FaultDecision {
+        let mut out = FaultDecision::default();
+        for rule in self.rules.iter().filter(|r| r.point == point) {
+            let n = rule.calls.fetch_add(1, Ordering::SeqCst) + 1;
+            if rule.times.is_some_and(|t| n > t) {
+                continue;
+            }
+            if let Some(p) = rule.probability {
+                if rand::random::<f64>() >= p {
+                    continue;
+                }
+            }
+            match rule.action {
+                FaultAction::Delay(d) => *out.delay.get_or_insert(Duration::ZERO) += d,
+                a => {
+                    out.action.get_or_insert(a);
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether an internal step (`snapshot`, `resume`) must fail on this call.
+    pub fn step_fails(&self, point: FaultPoint) -> bool {
+        self.decide(point).action.is_some()
+    }
+}
+
+fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
+    let err = |reason: &str| FaultSpecError {
+        rule: rule.chars().take(120).collect(),
+        reason: reason.into(),
+    };
+    let (point, rest) = rule
+        .split_once('=')
+        .ok_or_else(|| err("expected POINT=ACTION"))?;
+    let point: FaultPoint = point.trim().parse().map_err(|e| err(&format!("{e}")))?;
+    let mut parts = rest.split(':').map(str::trim);
+    let action = match parts.next().unwrap_or_default() {
+        "recoverable" => FaultAction::Recoverable,
+        "terminal" => FaultAction::Terminal,
+        "drop" => FaultAction::Drop,
+        "fail" => FaultAction::Fail,
+        other => match other.strip_prefix("delay_ms=") {
+            Some(ms) => FaultAction::Delay(Duration::from_millis(
+                ms.parse().map_err(|_| err("delay_ms needs an integer"))?,
+            )),
+            None => {
+                return Err(err(
+                    "ACTION must be recoverable, terminal, drop, fail or delay_ms=N",
+                ))
+            }
+        },
+    };
+    let is_step = matches!(point, FaultPoint::Snapshot | FaultPoint::Resume);
+    if is_step != (action == FaultAction::Fail) {
+        return Err(err(
+            "`fail` is the only action for snapshot and resume, and only for them",
+        ));
+    }
+    let mut times = None;
+    let mut probability = None;
+    for m in parts {
+        match m.split_once('=') {
+            Some(("times", n)) => {
+                times = Some(n.parse().map_err(|_| err("times needs an integer"))?)
+            }
+            Some(("p", f)) => {
+                let p: f64 = f.parse().map_err(|_| err("p needs a number"))?;
+                if !(0.0..=1.0).contains(&p) {
+                    return Err(err("p must be within [0, 1]"));
+                }
+                probability = Some(p);
+            }
+            _ => return Err(err("MODIFIER must be times=N or p=F")),
+        }
+    }
+    Ok(FaultRule {
+        point,
+        action,
+        times,
+        probability,
+        calls: AtomicU64::new(0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_example_parses() {
+        let plan = FaultPlan::parse(
+            "release=recoverable:times=2; restore=delay_ms=300 ;release=drop:p=0.5;snapshot=fail:times=1",
+        )
+        .unwrap();
+        assert_eq!(plan.rules.len(), 4);
+        assert_eq!(
+            plan.decide(FaultPoint::Restore).delay,
+            Some(Duration::from_millis(300))
+        );
+        assert!(plan.step_fails(FaultPoint::Snapshot));
+        assert!(!plan.step_fails(FaultPoint::Snapshot));
+    }
+
+    #[test]
+    fn times_counts_the_first_calls_only() {
+        let plan = FaultPlan::parse("release=recoverable:times=2").unwrap();
+        let fired: Vec<_> = (0..4)
+            .map(|_| plan.decide(FaultPoint::Release).action)
+            .collect();
+        assert_eq!(
+            fired,
+            vec![
+                Some(FaultAction::Recoverable),
+                Some(FaultAction::Recoverable),
+                None,
+                None
+            ]
+        );
+        assert_eq!(plan.decide(FaultPoint::Attach), FaultDecision::default());
+    }
+
+    #[test]
+    fn probabilities_zero_and_one_are_deterministic() {
+        let plan = FaultPlan::parse("exec=terminal:p=0;attach=drop:p=1").unwrap();
+        assert!((0..20).all(|_| plan.decide(FaultPoint::Exec).action.is_none()));
+        assert!((0..20).all(|_| plan.decide(FaultPoint::Attach).action == Some(FaultAction::Drop)));
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        for bad in [
+            "release",
+            "nowhere=recoverable",
+            "release=explode",
+            "release=fail",
+            "snapshot=recoverable",
+            "release=recoverable:times=x",
+            "release=recoverable:p=2",
+            "release=delay_ms=soon",
+            "release=recoverable:often",
+        ] {
+            assert!(FaultPlan::parse(bad).is_err(), "{bad}");
+        }
+        assert!(FaultPlan::parse("").unwrap().is_empty());
+    }
+}

@@ -1,0 +1,228 @@
+//! `sagents-local-provider`: the reference sandbox provider (plugin API v3) that really runs
+//! sandboxes on this host.
+//!
+//! A sandbox is a directory (under `ROOT/sandboxes`, or an active workspace's host folder
+//! inside the workspace root) plus a process group led by a long-lived `sleep infinity`;
+//! commands run through `exec` join that group, under the spec's rlimits, so terminating the
+//! sandbox kills everything it started. `snapshot_and_terminate` pauses the group, archives
+//! the files (tar + zstd) as a checkpoint and kills the group; `POST /v3/restores` unpacks a
+//! checkpoint into a fresh sandbox. Sandboxes, receipts, checkpoints and idempotency records
+//! are JSON files under `ROOT/state`, so the provider keeps its word across restarts.
+//!
+//! Fault injection for tests (`--fault-injection SPEC`) is described in [`faults`].
+
+pub mod archive;
+pub mod cli;
+mod engine;
+mod error;
+pub mod exec;
+pub mod faults;
+pub mod paths;
+pub mod process;
+mod release;
+mod restore;
+mod routes;
+mod state;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use engine::EngineConfig;
+pub use engine::{Engine, GRANT_TTL, PROVIDER_ID};
+pub use error::ApiError;
+use faults::{FaultPlan, FaultSpecError};
+use state::Layout;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub root: PathBuf,
+    /// Default: `ROOT/workspaces`.
+    pub workspace_root: Option<PathBuf>,
+    /// Bearer token every caller must present, if set.
+    pub token: Option<String>,
+    /// Grant signing secret shared with the service; generated and kept under `ROOT/state`
+    /// when absent.
+    pub grant_secret: Option<String>,
+    pub fault_injection: Option<String>,
+}
+
+impl Config {
+    /// Loopback on an ephemeral port, everything else default.
+    pub fn for_root(root: impl Into<PathBuf>) -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            root: root.into(),
+            workspace_root: None,
+            token: None,
+            grant_secret: None,
+            fault_injection: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LocalProviderError {
+    #[error(transparent)]
+    FaultSpec(#[from] FaultSpecError),
+    #[error("preparing {path}: {source}")]
+    Root {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A running provider.
+pub struct LocalProvider {
+    pub addr: SocketAddr,
+    engine: Arc<Engine>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl LocalProvider {
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Stops serving; sandboxes keep running, as across a real restart.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+
+    /// Stops serving and kills every sandbox's processes.
+    pub async fn stop_and_kill_sandboxes(self) {
+        let engine = self.engine.clone();
+        self.stop().await;
+        engine.kill_all().await;
+    }
+
+    /// Serves until the process is told to stop (SIGINT or SIGTERM).
+    pub async fn wait_for_signal(self) {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term => {}
+        }
+        self.stop().await;
+    }
+}
+
+fn grant_secret(cfg: &Config, layout: &Layout) -> std::io::Result<Vec<u8>> {
+    if let Some(s) = cfg.grant_secret.as_deref().filter(|s| !s.is_empty()) {
+        return Ok(s.as_bytes().to_vec());
+    }
+    let path = layout.grant_secret();
+    if let Ok(existing) = std::fs::read(&path) {
+        if !existing.is_empty() {
+            return Ok(existing);
+        }
+    }
+    let secret = hex::encode(rand::random::<[u8; 32]>()).into_bytes();
+    let tmp = path.with_extension("tmp");
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(&secret)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, &path)?;
+    Ok(secret)
+}
+
+/// Loads the state under `config.root`, binds `config.listen` (port 0 picks one) and serves
+/// in the background.
+pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> {
+    let faults = FaultPlan::parse(config.fault_injection.as_deref().unwrap_or(""))?;
+    let root_err = |path: &PathBuf| {
+        let path = path.clone();
+        move |source| LocalProviderError::Root { path, source }
+    };
+    let layout = Layout::new(&config.root).map_err(root_err(&config.root))?;
+    let workspace_root = config
+        .workspace_root
+        .clone()
+        .unwrap_or_else(|| config.root.join("workspaces"));
+    std::fs::create_dir_all(&workspace_root).map_err(root_err(&workspace_root))?;
+    let secret = grant_secret(&config, &layout).map_err(root_err(&config.root))?;
+    let engine = Engine::load(
+        EngineConfig {
+            workspace_root,
+            grant_secret: secret,
+        },
+        layout,
+        faults,
+    )
+    .map_err(root_err(&config.root))?;
+    let engine = Arc::new(engine);
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| LocalProviderError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| LocalProviderError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+    let app = routes::router(routes::AppState {
+        engine: engine.clone(),
+        token_digest: config
+            .token
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .map(|t| Sha256::digest(t.as_bytes()).into()),
+    })
+    .layer(tower_http::trace::TraceLayer::new_for_http());
+    let (tx, rx) = oneshot::channel();
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = rx.await;
+            })
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "the local provider stopped serving");
+        }
+    });
+    Ok(LocalProvider {
+        addr,
+        engine,
+        shutdown: Some(tx),
+        task,
+    })
+}

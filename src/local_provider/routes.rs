@@ -1,0 +1,189 @@
+//! The HTTP surface: plugin API v3 plus `exec`, bearer-token auth and fault injection.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Path, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use sha2::{Digest, Sha256};
+
+use super::engine::Engine;
+use super::error::ApiError;
+use super::faults::{FaultAction, FaultPoint};
+use crate::providers::wire::{
+    AttachRequest, ExecRequest, ProvisionRequest, ReleaseRequest, RestoreRequest,
+};
+
+#[derive(Clone)]
+pub struct AppState {
+    pub engine: Arc<Engine>,
+    /// SHA-256 of the expected bearer token, if one is required.
+    pub token_digest: Option<[u8; 32]>,
+}
+
+/// JSON body whose rejections use the provider error shape.
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(ApiJson(v)),
+            Err(JsonRejection::JsonDataError(e)) => {
+                Err(ApiError::invalid("validation.failed", e.body_text()))
+            }
+            Err(e) => Err(ApiError::bad_request(e.body_text())),
+        }
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/v3/capabilities", get(capabilities))
+        .route("/v3/sandboxes", post(provision))
+        .route("/v3/sandboxes/{id}", get(inspect))
+        .route("/v3/sandboxes/{id}/attach", post(attach))
+        .route("/v3/sandboxes/{id}/release", post(release))
+        .route("/v3/sandboxes/{id}/exec", post(exec))
+        .route("/v3/restores", post(restore))
+        .fallback(|| async { ApiError::not_found("route", "this path").into_response() })
+        .layer(middleware::from_fn_with_state(state.clone(), auth))
+        .with_state(state)
+}
+
+async fn auth(State(s): State<AppState>, req: Request, next: Next) -> Response {
+    if let Some(want) = s.token_digest {
+        let given = req
+            .headers()
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        let ok = given.is_some_and(|t| <[u8; 32]>::from(Sha256::digest(t.as_bytes())) == want);
+        if !ok {
+            return ApiError::unauthorized().into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// A response whose body fails at once: the work is done but the caller never hears of it.
+fn dropped() -> Response {
+    let stream = futures::stream::once(async {
+        Err::<Bytes, std::io::Error>(std::io::Error::other("response dropped by fault injection"))
+    });
+    Response::new(Body::from_stream(stream))
+}
+
+async fn with_faults<F>(s: &AppState, point: FaultPoint, sandbox: Option<&str>, work: F) -> Response
+where
+    F: std::future::Future<Output = Result<Response, ApiError>>,
+{
+    let decision = s.engine.faults.decide(point);
+    if let Some(delay) = decision.delay {
+        tokio::time::sleep(delay).await;
+    }
+    match decision.action {
+        Some(FaultAction::Recoverable) => {
+            return ApiError::recoverable(
+                "fault.injected",
+                format!("injected recoverable fault on {point}"),
+            )
+            .into_response()
+        }
+        Some(FaultAction::Terminal) => {
+            if let Some(id) = sandbox {
+                s.engine.mark_lost(id).await;
+            }
+            return ApiError::terminal(
+                "fault.injected",
+                format!("injected terminal fault on {point}"),
+            )
+            .into_response();
+        }
+        _ => {}
+    }
+    let resp = work.await.unwrap_or_else(IntoResponse::into_response);
+    if decision.action == Some(FaultAction::Drop) {
+        return dropped();
+    }
+    resp
+}
+
+async fn capabilities(State(s): State<AppState>) -> Response {
+    with_faults(&s, FaultPoint::Capabilities, None, async {
+        Ok(Json(s.engine.capabilities()).into_response())
+    })
+    .await
+}
+
+async fn provision(State(s): State<AppState>, ApiJson(req): ApiJson<ProvisionRequest>) -> Response {
+    with_faults(&s, FaultPoint::Provision, None, async {
+        let (handle, created) = s.engine.provision(&req).await?;
+        let status = if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        Ok((status, Json(handle)).into_response())
+    })
+    .await
+}
+
+async fn inspect(State(s): State<AppState>, Path(id): Path<String>) -> Response {
+    with_faults(&s, FaultPoint::Inspect, Some(&id), async {
+        Ok(Json(s.engine.inspect(&id).await?).into_response())
+    })
+    .await
+}
+
+async fn attach(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<AttachRequest>,
+) -> Response {
+    with_faults(&s, FaultPoint::Attach, Some(&id), async {
+        Ok(Json(s.engine.attach(&id, &req).await?).into_response())
+    })
+    .await
+}
+
+async fn release(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<ReleaseRequest>,
+) -> Response {
+    with_faults(&s, FaultPoint::Release, Some(&id), async {
+        Ok(Json(s.engine.release(&id, &req).await?).into_response())
+    })
+    .await
+}
+
+async fn exec(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<ExecRequest>,
+) -> Response {
+    with_faults(&s, FaultPoint::Exec, Some(&id), async {
+        Ok(Json(s.engine.exec(&id, &req).await?).into_response())
+    })
+    .await
+}
+
+async fn restore(State(s): State<AppState>, ApiJson(req): ApiJson<RestoreRequest>) -> Response {
+    with_faults(&s, FaultPoint::Restore, None, async {
+        let (handle, created) = s.engine.restore(&req).await?;
+        let status = if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        Ok((status, Json(handle)).into_response())
+    })
+    .await
+}

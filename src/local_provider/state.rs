@@ -1,0 +1,178 @@
+//! What the provider remembers across its own restarts: one JSON file per sandbox (its
+//! receipts included), per checkpoint and per provision/restore idempotency key, each
+//! written atomically (temporary file, fsync, rename).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::process::Leader;
+use crate::providers::spec::{ReleaseDisposition, Resources, WorkspaceMode};
+use crate::providers::wire::{
+    CheckpointRef, SandboxHandle, SandboxRef, SandboxReleaseReceipt, SandboxState,
+};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredRelease {
+    pub disposition: ReleaseDisposition,
+    pub receipt: SandboxReleaseReceipt,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SandboxRecord {
+    pub r#ref: SandboxRef,
+    pub state: SandboxState,
+    pub revision: u64,
+    pub generation: u64,
+    pub attached_clients: u32,
+    pub workspace_mode: WorkspaceMode,
+    pub dir: PathBuf,
+    pub resources: Resources,
+    pub leader: Option<Leader>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// Release outcomes by idempotency key.
+    pub releases: BTreeMap<String, StoredRelease>,
+}
+
+/// The first answer to a provision or restore, replayed for the same key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredRequest {
+    pub fingerprint: String,
+    pub handle: SandboxHandle,
+}
+
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub root: PathBuf,
+}
+
+impl Layout {
+    pub fn new(root: &Path) -> io::Result<Self> {
+        let layout = Layout {
+            root: root.to_path_buf(),
+        };
+        for d in [
+            layout.sandbox_states(),
+            layout.checkpoint_states(),
+            layout.requests(),
+            layout.archives(),
+            layout.sandbox_dirs(),
+            layout.trash(),
+        ] {
+            fs::create_dir_all(d)?;
+        }
+        Ok(layout)
+    }
+
+    fn sandbox_states(&self) -> PathBuf {
+        self.root.join("state/sandboxes")
+    }
+    fn checkpoint_states(&self) -> PathBuf {
+        self.root.join("state/checkpoints")
+    }
+    fn requests(&self) -> PathBuf {
+        self.root.join("state/requests")
+    }
+    fn archives(&self) -> PathBuf {
+        self.root.join("checkpoints")
+    }
+    pub fn sandbox_dirs(&self) -> PathBuf {
+        self.root.join("sandboxes")
+    }
+    pub fn trash(&self) -> PathBuf {
+        self.root.join("trash")
+    }
+    pub fn grant_secret(&self) -> PathBuf {
+        self.root.join("state/grant-secret")
+    }
+
+    pub fn archive(&self, checkpoint_id: &str) -> PathBuf {
+        self.archives().join(format!("{checkpoint_id}.tar.zst"))
+    }
+
+    pub fn save_sandbox(&self, rec: &SandboxRecord) -> io::Result<()> {
+        let path = self
+            .sandbox_states()
+            .join(format!("{}.json", rec.r#ref.sandbox_id));
+        write_json(&path, rec)
+    }
+
+    pub fn load_sandboxes(&self) -> io::Result<Vec<SandboxRecord>> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(self.sandbox_states())? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                out.push(read_json(&path)?);
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn save_checkpoint(&self, c: &CheckpointRef) -> io::Result<()> {
+        let path = self
+            .checkpoint_states()
+            .join(format!("{}.json", c.checkpoint_id));
+        write_json(&path, c)
+    }
+
+    pub fn load_checkpoint(&self, checkpoint_id: &str) -> io::Result<Option<CheckpointRef>> {
+        let path = self
+            .checkpoint_states()
+            .join(format!("{checkpoint_id}.json"));
+        if !path.exists() {
+            return Ok(None);
+        }
+        read_json(&path).map(Some)
+    }
+
+    fn request_path(&self, scope: &str, key: &str) -> PathBuf {
+        let h = hex::encode(Sha256::digest(format!("{scope}\0{key}").as_bytes()));
+        self.requests().join(format!("{scope}-{h}.json"))
+    }
+
+    pub fn load_request(&self, scope: &str, key: &str) -> io::Result<Option<StoredRequest>> {
+        let path = self.request_path(scope, key);
+        if !path.exists() {
+            return Ok(None);
+        }
+        read_json(&path).map(Some)
+    }
+
+    pub fn save_request(&self, scope: &str, key: &str, req: &StoredRequest) -> io::Result<()> {
+        write_json(&self.request_path(scope, key), req)
+    }
+}
+
+/// A stable digest of what a request asks for, to tell a replay from a reused key.
+pub fn fingerprint<T: Serialize>(value: &T) -> String {
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    hex::encode(Sha256::digest(&bytes))
+}
+
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, path)
+}
+
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> io::Result<T> {
+    let bytes = fs::read(path)?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {e}", path.display()),
+        )
+    })
+}

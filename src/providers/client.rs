@@ -1,0 +1,500 @@
+//! The HTTP client for one sandbox provider (plugin API v3).
+//!
+//! Every call has a timeout, reads at most a bounded body, follows no redirect, and carries
+//! the provider's bearer token, an `x-request-id` and (when known) the fencing token. Every
+//! failure is classified so the caller knows whether a retry is safe and whether the side
+//! effect may have happened.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::wire::{
+    AttachRequest, Capabilities, ExecRequest, ExecResponse, ProviderError, ProvisionRequest,
+    ReceiptInconsistency, ReleaseRequest, RestoreRequest, SandboxHandle, SandboxInfo,
+    SandboxReleaseReceipt, FENCING_TOKEN_HEADER, REQUEST_ID_HEADER,
+};
+
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+
+/// Per-endpoint timeouts.
+#[derive(Debug, Clone)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub capabilities: Duration,
+    pub inspect: Duration,
+    pub provision: Duration,
+    pub attach: Duration,
+    pub release: Duration,
+    pub restore: Duration,
+    /// Added to the command's own `timeout_seconds`.
+    pub exec_grace: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(5),
+            capabilities: Duration::from_secs(10),
+            inspect: Duration::from_secs(10),
+            provision: Duration::from_secs(60),
+            attach: Duration::from_secs(30),
+            release: Duration::from_secs(120),
+            restore: Duration::from_secs(120),
+            exec_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub timeouts: Timeouts,
+    pub max_response_bytes: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            timeouts: Timeouts::default(),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
+}
+
+/// What the call could not be sure of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UncertainKind {
+    Timeout,
+    ConnectionLost,
+    MalformedBody,
+    OversizedBody,
+    InconsistentReceipt,
+    Redirect,
+    UnexpectedStatus,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderCallError {
+    /// The provider answered `retryable: true`: the sandbox is usable again; retry later.
+    #[error("provider error {status} (recoverable) {}: {}", .error.code, .error.message)]
+    Recoverable { status: u16, error: ProviderError },
+    /// The provider answered `retryable: false` with a 5xx: the sandbox is broken.
+    #[error("provider error {status} (terminal) {}: {}", .error.code, .error.message)]
+    Terminal { status: u16, error: ProviderError },
+    /// The provider refused the request as invalid (4xx, not retryable): nothing was done.
+    #[error("provider refused the request ({status}) {}: {}", .error.code, .error.message)]
+    Refused { status: u16, error: ProviderError },
+    /// The side effect may or may not have happened: retry with the same idempotency key.
+    #[error("uncertain outcome ({kind:?}): {message}")]
+    Uncertain {
+        kind: UncertainKind,
+        message: String,
+    },
+    /// No connection could be made, so nothing was sent.
+    #[error("provider unreachable: {0}")]
+    Unreachable(String),
+    /// The client itself could not be built or the URL is unusable.
+    #[error("invalid provider client configuration: {0}")]
+    Config(String),
+}
+
+impl ProviderCallError {
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            ProviderCallError::Recoverable { .. }
+                | ProviderCallError::Uncertain { .. }
+                | ProviderCallError::Unreachable(_)
+        )
+    }
+
+    /// The error as the `{code, category, message, retryable}` shape records keep.
+    pub fn to_provider_error(&self) -> ProviderError {
+        match self {
+            ProviderCallError::Recoverable { error, .. }
+            | ProviderCallError::Terminal { error, .. }
+            | ProviderCallError::Refused { error, .. } => error.clone(),
+            ProviderCallError::Uncertain { kind, message } => ProviderError {
+                code: match kind {
+                    UncertainKind::Timeout => "provider.timeout",
+                    UncertainKind::ConnectionLost => "provider.connection_lost",
+                    UncertainKind::MalformedBody => "provider.malformed_response",
+                    UncertainKind::OversizedBody => "provider.oversized_response",
+                    UncertainKind::InconsistentReceipt => "provider.inconsistent_receipt",
+                    UncertainKind::Redirect => "provider.redirect",
+                    UncertainKind::UnexpectedStatus => "provider.unexpected_status",
+                }
+                .into(),
+                category: "uncertain".into(),
+                message: message.clone(),
+                retryable: true,
+            },
+            ProviderCallError::Unreachable(message) => ProviderError {
+                code: "provider.unreachable".into(),
+                category: "unavailable".into(),
+                message: message.clone(),
+                retryable: true,
+            },
+            ProviderCallError::Config(message) => ProviderError {
+                code: "provider.misconfigured".into(),
+                category: "invalid_request".into(),
+                message: message.clone(),
+                retryable: false,
+            },
+        }
+    }
+
+    fn uncertain(kind: UncertainKind, message: impl Into<String>) -> Self {
+        ProviderCallError::Uncertain {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// Per-call metadata.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Propagated as `x-request-id`; a fresh one is made when absent.
+    pub request_id: Option<String>,
+    /// Overrides the endpoint's default timeout.
+    pub timeout: Option<Duration>,
+}
+
+/// One client per registered provider; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ProviderClient {
+    base_url: url::Url,
+    token: Option<String>,
+    http: reqwest::Client,
+    config: ClientConfig,
+}
+
+impl ProviderClient {
+    pub fn new(base_url: &str, token: Option<&str>) -> Result<Self, ProviderCallError> {
+        Self::with_config(base_url, token, ClientConfig::default())
+    }
+
+    pub fn with_config(
+        base_url: &str,
+        token: Option<&str>,
+        config: ClientConfig,
+    ) -> Result<Self, ProviderCallError> {
+        let mut base_url = url::Url::parse(base_url)
+            .map_err(|e| ProviderCallError::Config(format!("base_url: {e}")))?;
+        if !matches!(base_url.scheme(), "http" | "https") {
+            return Err(ProviderCallError::Config(
+                "base_url must be http or https".into(),
+            ));
+        }
+        if !base_url.path().ends_with('/') {
+            let path = format!("{}/", base_url.path());
+            base_url.set_path(&path);
+        }
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(config.timeouts.connect)
+            .build()
+            .map_err(|e| ProviderCallError::Config(e.to_string()))?;
+        Ok(Self {
+            base_url,
+            token: token.filter(|t| !t.is_empty()).map(str::to_owned),
+            http,
+            config,
+        })
+    }
+
+    pub fn base_url(&self) -> &url::Url {
+        &self.base_url
+    }
+
+    pub async fn capabilities(
+        &self,
+        opts: &CallOptions,
+    ) -> Result<Capabilities, ProviderCallError> {
+        let t = self.config.timeouts.capabilities;
+        self.call(Method::GET, "v3/capabilities", None::<&()>, None, t, opts)
+            .await
+    }
+
+    /// The capabilities document as raw JSON, for callers that must judge any shape
+    /// (a v2 document included) before trusting it.
+    pub async fn capabilities_raw(
+        &self,
+        opts: &CallOptions,
+    ) -> Result<serde_json::Value, ProviderCallError> {
+        let t = self.config.timeouts.capabilities;
+        self.call(Method::GET, "v3/capabilities", None::<&()>, None, t, opts)
+            .await
+    }
+
+    pub async fn provision(
+        &self,
+        req: &ProvisionRequest,
+        opts: &CallOptions,
+    ) -> Result<SandboxHandle, ProviderCallError> {
+        let t = self.config.timeouts.provision;
+        let fencing = req.context.fencing_token;
+        self.call(Method::POST, "v3/sandboxes", Some(req), fencing, t, opts)
+            .await
+    }
+
+    pub async fn inspect(
+        &self,
+        sandbox_id: &str,
+        opts: &CallOptions,
+    ) -> Result<SandboxInfo, ProviderCallError> {
+        let path = sandbox_path(sandbox_id, "")?;
+        let t = self.config.timeouts.inspect;
+        self.call(Method::GET, &path, None::<&()>, None, t, opts)
+            .await
+    }
+
+    pub async fn attach(
+        &self,
+        sandbox_id: &str,
+        req: &AttachRequest,
+        opts: &CallOptions,
+    ) -> Result<SandboxHandle, ProviderCallError> {
+        let path = sandbox_path(sandbox_id, "/attach")?;
+        let t = self.config.timeouts.attach;
+        let fencing = req.context.fencing_token;
+        self.call(Method::POST, &path, Some(req), fencing, t, opts)
+            .await
+    }
+
+    /// Returns only receipts that are consistent and answer this request; anything else is
+    /// `Uncertain(InconsistentReceipt)`, to be retried with the same idempotency key.
+    pub async fn release(
+        &self,
+        req: &ReleaseRequest,
+        opts: &CallOptions,
+    ) -> Result<SandboxReleaseReceipt, ProviderCallError> {
+        let path = sandbox_path(&req.request.r#ref.sandbox_id, "/release")?;
+        let t = self.config.timeouts.release;
+        let fencing = req.context.fencing_token;
+        let receipt: SandboxReleaseReceipt = self
+            .call(Method::POST, &path, Some(req), fencing, t, opts)
+            .await?;
+        receipt
+            .check_answers(&req.request)
+            .map_err(|e: ReceiptInconsistency| {
+                ProviderCallError::uncertain(UncertainKind::InconsistentReceipt, e.to_string())
+            })?;
+        Ok(receipt)
+    }
+
+    /// The receipt exactly as the provider sent it, unchecked: for diagnostics and the
+    /// conformance checker only; lifecycle code must use [`ProviderClient::release`].
+    pub async fn release_unchecked(
+        &self,
+        req: &ReleaseRequest,
+        opts: &CallOptions,
+    ) -> Result<SandboxReleaseReceipt, ProviderCallError> {
+        let path = sandbox_path(&req.request.r#ref.sandbox_id, "/release")?;
+        let t = self.config.timeouts.release;
+        let fencing = req.context.fencing_token;
+        self.call(Method::POST, &path, Some(req), fencing, t, opts)
+            .await
+    }
+
+    pub async fn restore(
+        &self,
+        req: &RestoreRequest,
+        opts: &CallOptions,
+    ) -> Result<SandboxHandle, ProviderCallError> {
+        let t = self.config.timeouts.restore;
+        let fencing = req.context.fencing_token;
+        self.call(Method::POST, "v3/restores", Some(req), fencing, t, opts)
+            .await
+    }
+
+    pub async fn exec(
+        &self,
+        sandbox_id: &str,
+        req: &ExecRequest,
+        opts: &CallOptions,
+    ) -> Result<ExecResponse, ProviderCallError> {
+        let path = sandbox_path(sandbox_id, "/exec")?;
+        let t = Duration::from_secs(req.timeout_seconds.min(24 * 3600))
+            + self.config.timeouts.exec_grace;
+        self.call(Method::POST, &path, Some(req), None, t, opts)
+            .await
+    }
+
+    async fn call<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+        fencing_token: Option<i64>,
+        default_timeout: Duration,
+        opts: &CallOptions,
+    ) -> Result<T, ProviderCallError> {
+        let url = self
+            .base_url
+            .join(path)
+            .map_err(|e| ProviderCallError::Config(format!("url: {e}")))?;
+        let request_id = opts
+            .request_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+        let mut rb = self
+            .http
+            .request(method, url)
+            .timeout(opts.timeout.unwrap_or(default_timeout))
+            .header(REQUEST_ID_HEADER, request_id);
+        if let Some(token) = &self.token {
+            rb = rb.bearer_auth(token);
+        }
+        if let Some(f) = fencing_token {
+            rb = rb.header(FENCING_TOKEN_HEADER, f.to_string());
+        }
+        if let Some(body) = body {
+            rb = rb.json(body);
+        }
+        let mut resp = rb.send().await.map_err(classify_send_error)?;
+        let status = resp.status();
+        let bytes = read_capped(&mut resp, self.config.max_response_bytes).await?;
+        if status.is_success() {
+            return serde_json::from_slice(&bytes).map_err(|e| {
+                ProviderCallError::uncertain(
+                    UncertainKind::MalformedBody,
+                    format!("{status} with a body that is not the expected JSON: {e}"),
+                )
+            });
+        }
+        Err(classify_error_status(status, &resp, &bytes))
+    }
+}
+
+fn sandbox_path(sandbox_id: &str, suffix: &str) -> Result<String, ProviderCallError> {
+    if sandbox_id.is_empty()
+        || !sandbox_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        || sandbox_id == "."
+        || sandbox_id == ".."
+    {
+        return Err(ProviderCallError::Config(format!(
+            "sandbox id `{}` is not a safe path segment",
+            sandbox_id.chars().take(80).collect::<String>()
+        )));
+    }
+    Ok(format!("v3/sandboxes/{sandbox_id}{suffix}"))
+}
+
+fn classify_send_error(e: reqwest::Error) -> ProviderCallError {
+    if e.is_timeout() {
+        ProviderCallError::uncertain(UncertainKind::Timeout, e.to_string())
+    } else if e.is_connect() {
+        ProviderCallError::Unreachable(error_chain(&e))
+    } else if e.is_builder() {
+        ProviderCallError::Config(e.to_string())
+    } else {
+        ProviderCallError::uncertain(UncertainKind::ConnectionLost, error_chain(&e))
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+async fn read_capped(
+    resp: &mut reqwest::Response,
+    cap: usize,
+) -> Result<Vec<u8>, ProviderCallError> {
+    if resp.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(ProviderCallError::uncertain(
+            UncertainKind::OversizedBody,
+            format!("the response declares more than {cap} bytes"),
+        ));
+    }
+    let mut buf = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                if buf.len() + chunk.len() > cap {
+                    return Err(ProviderCallError::uncertain(
+                        UncertainKind::OversizedBody,
+                        format!("the response is larger than {cap} bytes"),
+                    ));
+                }
+                buf.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(buf),
+            Err(e) if e.is_timeout() => {
+                return Err(ProviderCallError::uncertain(
+                    UncertainKind::Timeout,
+                    error_chain(&e),
+                ))
+            }
+            Err(e) => {
+                return Err(ProviderCallError::uncertain(
+                    UncertainKind::ConnectionLost,
+                    format!("the response was cut: {}", error_chain(&e)),
+                ))
+            }
+        }
+    }
+}
+
+fn classify_error_status(
+    status: StatusCode,
+    resp: &reqwest::Response,
+    body: &[u8],
+) -> ProviderCallError {
+    let code = status.as_u16();
+    if status.is_redirection() {
+        let location = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-");
+        return ProviderCallError::uncertain(
+            UncertainKind::Redirect,
+            format!("the provider answered {status} to `{location}`; redirects are not followed"),
+        );
+    }
+    match serde_json::from_slice::<ProviderError>(body) {
+        Ok(error) if error.retryable => ProviderCallError::Recoverable {
+            status: code,
+            error,
+        },
+        Ok(error) if status.is_client_error() => ProviderCallError::Refused {
+            status: code,
+            error,
+        },
+        Ok(error) => ProviderCallError::Terminal {
+            status: code,
+            error,
+        },
+        Err(_) if status.is_client_error() && !matches!(code, 408 | 429) => {
+            ProviderCallError::Refused {
+                status: code,
+                error: ProviderError {
+                    code: format!("provider.http_{code}"),
+                    category: "invalid_request".into(),
+                    message: format!(
+                        "{status}: {}",
+                        String::from_utf8_lossy(&body[..body.len().min(200)])
+                    ),
+                    retryable: false,
+                },
+            }
+        }
+        Err(_) => ProviderCallError::uncertain(
+            UncertainKind::UnexpectedStatus,
+            format!("{status} without a provider error body"),
+        ),
+    }
+}

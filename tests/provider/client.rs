@@ -1,0 +1,256 @@
+//! The client's classification of every failure, against a real HTTP server that misbehaves
+//! on purpose (one path prefix per misbehaviour).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::{Json, Router};
+use sagents::providers::client::UncertainKind;
+use sagents::providers::registry::{self, RegistryError};
+use sagents::providers::spec::ReleaseDisposition as D;
+use sagents::providers::wire::{SandboxRef, SandboxState};
+
+use super::*;
+
+#[derive(Clone, Default)]
+struct Seen {
+    redirect_target_hits: Arc<AtomicUsize>,
+    headers: Arc<Mutex<Option<HeaderMap>>>,
+}
+
+fn sandbox_ref() -> SandboxRef {
+    SandboxRef {
+        sandbox_id: "sbx_1".into(),
+        provider_id: "fake".into(),
+        provider_version: "0".into(),
+        tenant_id: "acme".into(),
+        owner_run_id: "run_1".into(),
+        spec_hash: format!("sha256:{}", "a".repeat(64)),
+        policy_hash: format!("sha256:{}", "b".repeat(64)),
+    }
+}
+
+fn caps(version: &str) -> serde_json::Value {
+    serde_json::json!({
+        "api_version": version, "capability": "execution.sandbox", "provider_id": "fake",
+        "provider_version": "0", "isolation_level": "none",
+        "supported_release_dispositions": ["terminate"], "supports_snapshot": false,
+        "supports_restore": false, "supports_reconnect": false
+    })
+}
+
+fn error(status: u16, retryable: bool) -> Response {
+    let body =
+        serde_json::json!({"code": "x.y", "category": "c", "message": "m", "retryable": retryable});
+    (StatusCode::from_u16(status).unwrap(), Json(body)).into_response()
+}
+
+async fn misbehave(
+    State(seen): State<Seen>,
+    Path((mode, _rest)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    match mode.as_str() {
+        "ok" => Json(caps("3")).into_response(),
+        "v2" => Json(caps("2")).into_response(),
+        "hang" => std::future::pending().await,
+        "big" => {
+            let chunk = Bytes::from(vec![b' '; 64 * 1024]);
+            let stream =
+                futures::stream::iter((0..32).map(move |_| Ok::<_, std::io::Error>(chunk.clone())));
+            Response::new(Body::from_stream(stream))
+        }
+        "big_declared" => (StatusCode::OK, vec![b'{'; 2 * 1024 * 1024]).into_response(),
+        "cut" => {
+            let stream = futures::stream::iter([
+                Ok(Bytes::from_static(b"{\"api_version\":")),
+                Err(std::io::Error::other("cut")),
+            ]);
+            Response::new(Body::from_stream(stream))
+        }
+        "garbage" => (StatusCode::OK, "this is not json").into_response(),
+        "redirect" => (
+            StatusCode::TEMPORARY_REDIRECT,
+            [("location", "/target/v3/capabilities")],
+        )
+            .into_response(),
+        "target" => {
+            seen.redirect_target_hits.fetch_add(1, Ordering::SeqCst);
+            Json(caps("3")).into_response()
+        }
+        "recoverable" => error(503, true),
+        "terminal" => error(500, false),
+        "refused" => error(409, false),
+        "html502" => (StatusCode::BAD_GATEWAY, "<html>bad gateway</html>").into_response(),
+        "plain401" => (StatusCode::UNAUTHORIZED, "no").into_response(),
+        "inconsistent" | "consistent" => {
+            *seen.headers.lock().unwrap() = Some(headers);
+            let detach_released = mode == "inconsistent";
+            Json(serde_json::json!({
+                "ref": sandbox_ref(), "disposition": "detach",
+                "state": if detach_released { "terminated" } else { "ready" },
+                "compute_released": detach_released, "duplicate": false,
+                "released_at": "2026-01-01T00:00:00Z"
+            }))
+            .into_response()
+        }
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn fake_server() -> (String, Seen) {
+    let seen = Seen::default();
+    let app = Router::new()
+        .route("/{mode}/{*rest}", any(misbehave))
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), seen)
+}
+
+fn client(base: &str, mode: &str) -> ProviderClient {
+    ProviderClient::new(&format!("{base}/{mode}"), Some("tok")).unwrap()
+}
+
+fn uncertain_kind<T: std::fmt::Debug>(r: Result<T, ProviderCallError>) -> UncertainKind {
+    match r {
+        Err(ProviderCallError::Uncertain { kind, .. }) => kind,
+        other => panic!("expected an uncertain outcome, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn every_failure_is_classified() {
+    let (base, seen) = fake_server().await;
+    let opts = CallOptions {
+        timeout: Some(std::time::Duration::from_millis(200)),
+        ..Default::default()
+    };
+    assert!(client(&base, "ok").capabilities(&opts).await.is_ok());
+    let cases = [
+        ("hang", UncertainKind::Timeout),
+        ("big", UncertainKind::OversizedBody),
+        ("big_declared", UncertainKind::OversizedBody),
+        ("cut", UncertainKind::ConnectionLost),
+        ("garbage", UncertainKind::MalformedBody),
+        ("redirect", UncertainKind::Redirect),
+        ("html502", UncertainKind::UnexpectedStatus),
+    ];
+    for (mode, kind) in cases {
+        let r = client(&base, mode).capabilities(&opts).await;
+        if let Err(e) = &r {
+            assert!(e.is_retryable(), "{mode}: {e}");
+        }
+        assert_eq!(uncertain_kind(r), kind, "{mode}");
+    }
+    assert_eq!(
+        seen.redirect_target_hits.load(Ordering::SeqCst),
+        0,
+        "redirects are not followed"
+    );
+
+    let r = client(&base, "recoverable").capabilities(&opts).await;
+    assert!(
+        matches!(&r, Err(e @ ProviderCallError::Recoverable { status: 503, .. }) if e.is_retryable())
+    );
+    let r = client(&base, "terminal").capabilities(&opts).await;
+    assert!(
+        matches!(&r, Err(e @ ProviderCallError::Terminal { status: 500, .. }) if !e.is_retryable())
+    );
+    let r = client(&base, "refused").capabilities(&opts).await;
+    assert!(
+        matches!(&r, Err(e @ ProviderCallError::Refused { status: 409, .. }) if !e.is_retryable())
+    );
+    let r = client(&base, "plain401").capabilities(&opts).await;
+    assert!(
+        matches!(&r, Err(ProviderCallError::Refused { status: 401, .. })),
+        "{r:?}"
+    );
+
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let r = ProviderClient::new(&dead, None)
+        .unwrap()
+        .capabilities(&opts)
+        .await;
+    assert!(
+        matches!(&r, Err(e @ ProviderCallError::Unreachable(_)) if e.is_retryable()),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
+async fn release_returns_only_consistent_receipts_and_sends_the_headers() {
+    let (base, seen) = fake_server().await;
+    let handle = sagents::providers::wire::SandboxHandle {
+        r#ref: sandbox_ref(),
+        state: SandboxState::Ready,
+        revision: 1,
+        generation: 1,
+        grant: None,
+    };
+    let req = release_req(&handle, D::Detach, "k1");
+    let opts = CallOptions {
+        request_id: Some("req-123".into()),
+        ..Default::default()
+    };
+    let receipt = client(&base, "consistent")
+        .release(&req, &opts)
+        .await
+        .unwrap();
+    assert!(!receipt.compute_released);
+    let headers = seen.headers.lock().unwrap().take().unwrap();
+    assert_eq!(headers["authorization"], "Bearer tok");
+    assert_eq!(headers["x-request-id"], "req-123");
+    assert_eq!(headers["x-sagents-fencing-token"], "7");
+
+    let r = client(&base, "inconsistent").release(&req, &opts).await;
+    assert_eq!(uncertain_kind(r), UncertainKind::InconsistentReceipt);
+    // Asked for terminate, answered detach: it does not answer the request.
+    let r = client(&base, "consistent")
+        .release(&release_req(&handle, D::Terminate, "k2"), &opts)
+        .await;
+    assert_eq!(uncertain_kind(r), UncertainKind::InconsistentReceipt);
+}
+
+#[tokio::test]
+async fn registration_refuses_v2_and_unreachable_providers() {
+    let (base, _) = fake_server().await;
+    let caps = registry::fetch_capabilities(&format!("{base}/ok"), Some("t"))
+        .await
+        .unwrap();
+    assert_eq!(caps.api_version, "3");
+    let e = registry::fetch_capabilities(&format!("{base}/v2"), Some("t"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, RegistryError::ApiVersionUnsupported(_)),
+        "{e:?}"
+    );
+    assert_eq!(
+        (e.code(), e.http_status()),
+        ("provider.api_version_unsupported", 422)
+    );
+    let e = registry::fetch_capabilities(&format!("{base}/missing"), Some("t"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "provider.api_version_unsupported");
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let e = registry::fetch_capabilities(&dead, None).await.unwrap_err();
+    assert_eq!((e.code(), e.http_status()), ("provider.unreachable", 502));
+
+    let local = Harness::start().await;
+    let caps = registry::fetch_capabilities(&local.base_url(), None)
+        .await
+        .unwrap();
+    assert_eq!(caps.supported_release_dispositions.len(), 3);
+}

@@ -1,0 +1,199 @@
+//! The recoverable/terminal contract and lost responses, driven by the provider's own
+//! deterministic fault injection.
+
+use super::*;
+use sagents::providers::client::UncertainKind;
+use sagents::providers::spec::ReleaseDisposition as D;
+use sagents::providers::wire::SandboxState;
+
+async fn background_pid(h: &Harness, sbx: &SandboxHandle) -> i32 {
+    let out = h
+        .sh(sbx, "sleep 1000 >/dev/null 2>&1 & echo $!")
+        .await
+        .unwrap();
+    out.stdout.trim().parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_failed_snapshot_is_recoverable_only_once_the_sandbox_runs_again() {
+    let h = Harness::with_faults("snapshot=fail:times=1").await;
+    let sbx = h.provision("p1").await;
+    let pid = background_pid(&h, &sbx).await;
+    let err = h
+        .release(&sbx, D::SnapshotAndTerminate, "rel")
+        .await
+        .unwrap_err();
+    match &err {
+        ProviderCallError::Recoverable { status, error } => {
+            assert_eq!(
+                (*status, error.code.as_str()),
+                (503, "sandbox.snapshot_failed")
+            );
+        }
+        other => panic!("expected a recoverable error, got {other:?}"),
+    }
+    assert!(err.is_retryable());
+    assert_eq!(
+        proc_state(pid),
+        Some('S'),
+        "the sandbox is running again, not stopped"
+    );
+    let info = h
+        .client
+        .inspect(&sbx.r#ref.sandbox_id, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(info.state, SandboxState::Ready);
+    assert_eq!(h.sh(&sbx, "echo alive").await.unwrap().stdout, "alive\n");
+    // The retry with the same key now succeeds; the error was not recorded as an outcome.
+    let receipt = h
+        .release(&sbx, D::SnapshotAndTerminate, "rel")
+        .await
+        .unwrap();
+    assert!(!receipt.duplicate && receipt.compute_released && receipt.checkpoint.is_some());
+    assert_eq!(proc_state(pid), None);
+}
+
+#[tokio::test]
+async fn a_snapshot_that_cannot_resume_is_terminal_and_the_sandbox_lost() {
+    let h = Harness::with_faults("snapshot=fail:times=1;resume=fail:times=1").await;
+    let sbx = h.provision("p1").await;
+    let pid = background_pid(&h, &sbx).await;
+    let err = h
+        .release(&sbx, D::SnapshotAndTerminate, "rel")
+        .await
+        .unwrap_err();
+    match &err {
+        ProviderCallError::Terminal { status, error } => {
+            assert_eq!((*status, error.code.as_str()), (500, "sandbox.lost"));
+            assert!(
+                error.message.contains("archiving failed"),
+                "{}",
+                error.message
+            );
+            assert!(
+                error.message.contains("resuming failed"),
+                "{}",
+                error.message
+            );
+            assert!(!error.retryable);
+        }
+        other => panic!("expected a terminal error, got {other:?}"),
+    }
+    assert!(!err.is_retryable());
+    let info = h
+        .client
+        .inspect(&sbx.r#ref.sandbox_id, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(info.state, SandboxState::Lost, "never reported running");
+    assert_eq!(
+        refused(h.sh(&sbx, "true").await),
+        (409, "sandbox.not_running".into())
+    );
+    assert!(matches!(
+        h.release(&sbx, D::SnapshotAndTerminate, "rel").await,
+        Err(ProviderCallError::Terminal { .. })
+    ));
+    // The forced terminate (a new key) releases whatever is left.
+    let receipt = h.release(&sbx, D::Terminate, "forced").await.unwrap();
+    assert!(receipt.compute_released);
+    assert_eq!(proc_state(pid), None);
+}
+
+#[tokio::test]
+async fn a_dropped_release_answer_is_uncertain_and_the_retry_a_duplicate() {
+    let h = Harness::with_faults("release=drop:times=1").await;
+    let sbx = h.provision("p1").await;
+    let err = h.release(&sbx, D::Terminate, "rel").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ProviderCallError::Uncertain {
+                kind: UncertainKind::ConnectionLost,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.is_retryable());
+    let info = h
+        .client
+        .inspect(&sbx.r#ref.sandbox_id, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(info.state, SandboxState::Terminated, "the work was done");
+    let receipt = h.release(&sbx, D::Terminate, "rel").await.unwrap();
+    assert!(receipt.duplicate && receipt.compute_released);
+}
+
+#[tokio::test]
+async fn injected_endpoint_errors_follow_the_contract() {
+    let h = Harness::with_faults("release=recoverable:times=2;attach=terminal:times=1").await;
+    let sbx = h.provision("p1").await;
+    for _ in 0..2 {
+        let err = h.release(&sbx, D::Detach, "d").await.unwrap_err();
+        assert!(
+            matches!(err, ProviderCallError::Recoverable { status: 503, .. }),
+            "{err:?}"
+        );
+        let info = h
+            .client
+            .inspect(&sbx.r#ref.sandbox_id, &Default::default())
+            .await
+            .unwrap();
+        assert_eq!(info.state, SandboxState::Ready);
+    }
+    assert!(
+        !h.release(&sbx, D::Detach, "d")
+            .await
+            .unwrap()
+            .compute_released
+    );
+    let err = h
+        .client
+        .attach(
+            &sbx.r#ref.sandbox_id,
+            &Default::default(),
+            &Default::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ProviderCallError::Terminal { status: 500, .. }),
+        "{err:?}"
+    );
+    let info = h
+        .client
+        .inspect(&sbx.r#ref.sandbox_id, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(info.state, SandboxState::Lost);
+    h.release(&sbx, D::Terminate, "t").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_slow_provider_makes_the_call_time_out_as_uncertain() {
+    let h = Harness::with_faults("inspect=delay_ms=400:times=1").await;
+    let sbx = h.provision("p1").await;
+    let opts = CallOptions {
+        timeout: Some(std::time::Duration::from_millis(100)),
+        ..Default::default()
+    };
+    let err = h
+        .client
+        .inspect(&sbx.r#ref.sandbox_id, &opts)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ProviderCallError::Uncertain {
+                kind: UncertainKind::Timeout,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(h.client.inspect(&sbx.r#ref.sandbox_id, &opts).await.is_ok());
+}
