@@ -1,5 +1,5 @@
 //! One integration test binary (one link step) holding every integration suite.
 
 mod common;
-mod store;
 mod provider;
+mod store;

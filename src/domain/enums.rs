@@ -11,12 +11,12 @@ pub struct EnumParseError {
 
 #[macro_export]
 macro_rules! text_enum {
-    ($(#[$meta:meta])* $vis:vis enum $name:ident as $kind:literal { $($variant:ident => $text:literal),+ $(,)? }) => {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident as $kind:literal { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
         #[serde(rename_all = "snake_case")]
         $vis enum $name {
-            $(#[serde(rename = $text)] $variant),+
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
         }
 
         impl $name {

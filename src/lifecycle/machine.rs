@@ -34,7 +34,7 @@ pub enum ResourceEvent {
     RestoreDue,
     /// The run resumes while its sandbox is still alive (blocked or detached): re-attach.
     Attach,
-    /// The run ended before its compute was ever provisioned: nothing to release.
+    /// The run ended before a provision or restore was ever attempted: nothing to release.
     Abandon,
 }
 
@@ -58,7 +58,7 @@ impl ResourceState {
             (S::Provisioning | S::RestoreRequested, E::Ready) => S::Active,
             (S::Provisioning, E::BindFailed) => S::Provisioning,
             (S::RestoreRequested, E::BindFailed) => S::RestoreRequested,
-            (S::Provisioning, E::Abandon) => S::Released,
+            (S::Provisioning | S::RestoreRequested, E::Abandon) => S::Released,
             (S::Active, E::SuspendBlocked) => S::ReleaseBlocked,
             (S::Active | S::ReleaseBlocked, E::ReleaseDue) => S::ReleaseRequested,
             // A forced terminate (after a terminal provider error) or the end of the run
@@ -92,12 +92,13 @@ mod tests {
         E::Abandon,
     ];
 
-    const ALLOWED: [(S, E, S); 17] = [
+    const ALLOWED: [(S, E, S); 18] = [
         (S::Provisioning, E::Ready, S::Active),
         (S::RestoreRequested, E::Ready, S::Active),
         (S::Provisioning, E::BindFailed, S::Provisioning),
         (S::RestoreRequested, E::BindFailed, S::RestoreRequested),
         (S::Provisioning, E::Abandon, S::Released),
+        (S::RestoreRequested, E::Abandon, S::Released),
         (S::Active, E::SuspendBlocked, S::ReleaseBlocked),
         (S::Active, E::ReleaseDue, S::ReleaseRequested),
         (S::ReleaseBlocked, E::ReleaseDue, S::ReleaseRequested),

@@ -1,4 +1,6 @@
-//! The execution-resource lifecycle: the record's state machine and the release/restore rules.
+//! The execution-resource lifecycle: the record, its state machine, the rules and the plan.
 
 pub mod machine;
+pub mod plan;
+pub mod record;
 pub mod rules;

@@ -8,6 +8,7 @@ use crate::domain::interaction::SuspensionReason;
 use crate::domain::job::{ExecutionAffinity, Job, PauseBehavior};
 use crate::domain::{JobId, RunId, SuspensionId};
 use crate::providers::spec::{ReleaseDisposition, ResolvedSandboxSpec};
+use crate::text_enum;
 
 /// Only `policy_hold` is an unsafe pause; every other reason releases compute.
 pub fn disposition(reason: SuspensionReason, spec: &ResolvedSandboxSpec) -> ReleaseDisposition {
@@ -68,16 +69,17 @@ pub fn blockers(
     }
 }
 
-/// Why a release is issued; each purpose gets its own key so a forced or final terminate is
-/// never answered with the receipt of an earlier, different release.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReleasePurpose {
-    /// The release that follows a suspension.
-    Suspend,
-    /// A forced terminate after the provider reported the sandbox broken.
-    ForcedTerminate,
-    /// The run ended: no sandbox outlives its run.
-    RunEnded,
+text_enum! {
+    /// Why a release is issued; each purpose gets its own key so a forced or final terminate
+    /// is never answered with the receipt of an earlier, different release.
+    pub enum ReleasePurpose as "release purpose" {
+        /// The release that follows a suspension.
+        Suspend => "suspend",
+        /// A forced terminate after the provider reported the sandbox broken.
+        ForcedTerminate => "forced_terminate",
+        /// The run ended: no sandbox outlives its run.
+        RunEnded => "run_ended",
+    }
 }
 
 /// Deterministic, so every retry of the same release (by any replica) reuses it.

@@ -14,6 +14,7 @@ mod interactions;
 mod jobs;
 mod leases;
 mod providers;
+mod resources;
 mod rows;
 mod runops;
 mod runs;
@@ -36,6 +37,7 @@ pub use events::SessionEvent;
 pub use idempotency::IdempotencyBegin;
 pub use interactions::ReplyOutcome;
 pub use providers::ProviderRecord;
+pub use resources::{LifecycleMetrics, LifecycleWork, RunEffect};
 
 pub type StoreResult<T> = Result<T, StoreError>;
 

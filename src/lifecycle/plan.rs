@@ -1,0 +1,426 @@
+//! What the coordinator does next for a run, derived from the run's state and its record
+//! alone (level-triggered): a restart needs no recovery beyond expired leases.
+
+use super::machine::ResourceState;
+use super::record::ExecutionResourceRecord;
+use super::rules::{self, Blockers, ReleasePurpose, ResumePlan};
+use crate::domain::interaction::SuspensionReason;
+use crate::domain::job::Job;
+use crate::domain::run::RunState;
+use crate::domain::RunId;
+use crate::providers::spec::ReleaseDisposition;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing to do now: clear `due_at`.
+    Idle,
+    /// Call the provider's provision (first bind, or a fresh sandbox for a terminated
+    /// host-persistent workspace when `fresh_after_release`).
+    Provision { fresh_after_release: bool },
+    /// The run ended before any provision or restore was attempted: no compute exists.
+    Abandon,
+    /// Keep the sandbox (jobs, children or detach hold it): record the blockers.
+    Block {
+        disposition: ReleaseDisposition,
+        blockers: Blockers,
+    },
+    /// Call the provider's release.
+    Release {
+        disposition: ReleaseDisposition,
+        purpose: ReleasePurpose,
+    },
+    /// The sandbox is alive: attach to it for the resuming run.
+    Attach,
+    /// Restore from the sandbox checkpoint taken at release.
+    Restore,
+    /// The sandbox checkpoint is gone: fail the run with `sandbox.snapshot_lost`.
+    FailSnapshotLost,
+}
+
+pub struct PlanInput<'a> {
+    pub run_state: RunState,
+    pub record: &'a ExecutionResourceRecord,
+    /// The run's jobs.
+    pub jobs: &'a [Job],
+    /// Every descendant run (any depth) that has a record, with its state.
+    pub descendants: &'a [(RunId, ResourceState)],
+    /// The reason of the run's latest suspension, if any.
+    pub suspension_reason: Option<SuspensionReason>,
+}
+
+pub fn plan(input: &PlanInput<'_>) -> Action {
+    use ResourceState as S;
+    let record = input.record;
+    let ended = input.run_state.is_terminal();
+    let pausing = matches!(
+        input.run_state,
+        RunState::Suspended | RunState::SuspendRequested
+    );
+    let resuming = input.run_state == RunState::Resuming;
+    let end_release = Action::Release {
+        disposition: ReleaseDisposition::Terminate,
+        purpose: ReleasePurpose::RunEnded,
+    };
+    match record.state {
+        S::Provisioning if ended && record.bind_idempotency_key.is_none() => Action::Abandon,
+        S::Provisioning => Action::Provision {
+            fresh_after_release: false,
+        },
+        S::Active | S::ReleaseBlocked if ended => end_release,
+        S::Active | S::ReleaseBlocked if pausing => {
+            let reason = input
+                .suspension_reason
+                .unwrap_or(SuspensionReason::ManualPause);
+            let disposition = rules::disposition(reason, &record.sandbox_spec);
+            let blockers = rules::blockers(disposition, input.jobs, input.descendants);
+            if blockers.is_blocked() {
+                Action::Block {
+                    disposition,
+                    blockers,
+                }
+            } else {
+                Action::Release {
+                    disposition,
+                    purpose: ReleasePurpose::Suspend,
+                }
+            }
+        }
+        S::Active | S::ReleaseBlocked if resuming => Action::Attach,
+        S::Active | S::ReleaseBlocked => Action::Idle,
+        S::ReleaseRequested | S::ReleaseFailed => Action::Release {
+            disposition: record.disposition.unwrap_or(ReleaseDisposition::Terminate),
+            purpose: record.release_purpose.unwrap_or(ReleasePurpose::Suspend),
+        },
+        S::Released if resuming => match rules::resume_plan(
+            record.state,
+            record.disposition,
+            record.sandbox_checkpoint.is_some(),
+            record.checkpoint_lost,
+        ) {
+            ResumePlan::Restore => Action::Restore,
+            ResumePlan::ProvisionFresh => Action::Provision {
+                fresh_after_release: true,
+            },
+            ResumePlan::SnapshotLost => Action::FailSnapshotLost,
+            _ => Action::Idle,
+        },
+        S::Released => Action::Idle,
+        S::RestoreRequested if ended && record.bind_idempotency_key.is_none() => Action::Abandon,
+        S::RestoreRequested if record.sandbox_checkpoint.is_some() && !record.checkpoint_lost => {
+            Action::Restore
+        }
+        S::RestoreRequested => Action::Provision {
+            fresh_after_release: true,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::job::{ExecutionAffinity, JobState, PauseBehavior};
+    use crate::domain::JobId;
+    use crate::providers::spec::{
+        LifecyclePolicy, ResolvedSandboxSpec, Resources, WorkspaceMode, SPEC_VERSION_V3,
+    };
+    use crate::providers::wire::CheckpointRef;
+    use chrono::Utc;
+
+    fn record(state: ResourceState, mode: WorkspaceMode) -> ExecutionResourceRecord {
+        ExecutionResourceRecord {
+            run_id: RunId::new(),
+            generation: 1,
+            provider_id: "local".into(),
+            sandbox_ref: None,
+            sandbox_spec: ResolvedSandboxSpec {
+                spec_version: SPEC_VERSION_V3.into(),
+                provider_id: "local".into(),
+                spec_hash: format!("sha256:{}", "1".repeat(64)),
+                policy_hash: format!("sha256:{}", "2".repeat(64)),
+                workspace_mode: mode,
+                host_workspace: (mode == WorkspaceMode::ActiveWorkspace).then(|| "w".into()),
+                lifecycle: LifecyclePolicy::default(),
+                resources: Resources::default(),
+                metadata: serde_json::json!({}),
+            },
+            run_resolved_spec_hash: format!("sha256:{}", "3".repeat(64)),
+            state,
+            disposition: None,
+            sandbox_checkpoint: None,
+            checkpoint_lost: false,
+            suspension_id: None,
+            suspension_reason: None,
+            blocking_job_ids: vec![],
+            blocking_child_run_ids: vec![],
+            release_idempotency_key: None,
+            release_purpose: None,
+            release_requested_at: None,
+            released_at: None,
+            compute_released: false,
+            bind_idempotency_key: None,
+            retry_count: 0,
+            next_retry_at: None,
+            due_at: Some(Utc::now()),
+            error: None,
+            version: 1,
+            updated_at: Utc::now(),
+        }
+    }
+
+    fn checkpoint() -> CheckpointRef {
+        CheckpointRef {
+            checkpoint_id: "c1".into(),
+            provider_id: "local".into(),
+            sandbox_id: "s1".into(),
+            generation: 1,
+            size_bytes: 10,
+            digest: None,
+            created_at: Utc::now(),
+        }
+    }
+
+    fn plan_for(
+        run_state: RunState,
+        record: &ExecutionResourceRecord,
+        jobs: &[Job],
+        reason: Option<SuspensionReason>,
+    ) -> Action {
+        plan(&PlanInput {
+            run_state,
+            record,
+            jobs,
+            descendants: &[],
+            suspension_reason: reason,
+        })
+    }
+
+    fn running_job(pause: PauseBehavior) -> Job {
+        let now = Utc::now();
+        Job {
+            id: JobId::new(),
+            run_id: RunId::new(),
+            kind: "tool".into(),
+            payload: serde_json::json!({}),
+            pause_behavior: pause,
+            execution_affinity: ExecutionAffinity::Sandbox,
+            state: JobState::Running,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    #[test]
+    fn provisioning_binds_unless_the_run_ended_before_any_attempt() {
+        let mut r = record(ResourceState::Provisioning, WorkspaceMode::Isolated);
+        assert_eq!(
+            plan_for(RunState::Queued, &r, &[], None),
+            Action::Provision {
+                fresh_after_release: false
+            }
+        );
+        assert_eq!(
+            plan_for(RunState::Cancelled, &r, &[], None),
+            Action::Abandon
+        );
+        r.bind_idempotency_key = Some("k".into());
+        // An attempt may have created compute: finish it, then terminate.
+        assert_eq!(
+            plan_for(RunState::Cancelled, &r, &[], None),
+            Action::Provision {
+                fresh_after_release: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_suspension_releases_by_reason_or_blocks() {
+        let r = record(ResourceState::Active, WorkspaceMode::Isolated);
+        assert_eq!(
+            plan_for(
+                RunState::Suspended,
+                &r,
+                &[],
+                Some(SuspensionReason::ApprovalRequired)
+            ),
+            Action::Release {
+                disposition: ReleaseDisposition::SnapshotAndTerminate,
+                purpose: ReleasePurpose::Suspend
+            }
+        );
+        let active = record(ResourceState::Active, WorkspaceMode::ActiveWorkspace);
+        assert_eq!(
+            plan_for(
+                RunState::Suspended,
+                &active,
+                &[],
+                Some(SuspensionReason::InputRequired)
+            ),
+            Action::Release {
+                disposition: ReleaseDisposition::Terminate,
+                purpose: ReleasePurpose::Suspend
+            }
+        );
+        match plan_for(
+            RunState::Suspended,
+            &r,
+            &[],
+            Some(SuspensionReason::PolicyHold),
+        ) {
+            Action::Block {
+                disposition,
+                blockers,
+            } => {
+                assert_eq!(disposition, ReleaseDisposition::Detach);
+                assert!(blockers.detach);
+            }
+            other => panic!("policy hold must keep compute, got {other:?}"),
+        }
+        let job = running_job(PauseBehavior::Continue);
+        match plan_for(
+            RunState::Suspended,
+            &r,
+            std::slice::from_ref(&job),
+            Some(SuspensionReason::ApprovalRequired),
+        ) {
+            Action::Block { blockers, .. } => assert_eq!(blockers.job_ids, vec![job.id.clone()]),
+            other => panic!("a running sandbox job must block, got {other:?}"),
+        }
+        assert!(matches!(
+            plan_for(
+                RunState::Suspended,
+                &r,
+                &[running_job(PauseBehavior::Cancel)],
+                Some(SuspensionReason::ApprovalRequired)
+            ),
+            Action::Release { .. }
+        ));
+    }
+
+    #[test]
+    fn a_blocked_record_is_re_evaluated_and_children_hold_the_parent() {
+        let r = record(ResourceState::ReleaseBlocked, WorkspaceMode::Isolated);
+        let child = RunId::new();
+        let held = plan(&PlanInput {
+            run_state: RunState::Suspended,
+            record: &r,
+            jobs: &[],
+            descendants: &[(child.clone(), ResourceState::ReleaseFailed)],
+            suspension_reason: Some(SuspensionReason::ApprovalRequired),
+        });
+        assert!(
+            matches!(held, Action::Block { ref blockers, .. } if blockers.child_run_ids == vec![child.clone()])
+        );
+        let freed = plan(&PlanInput {
+            run_state: RunState::Suspended,
+            record: &r,
+            jobs: &[],
+            descendants: &[(child, ResourceState::Released)],
+            suspension_reason: Some(SuspensionReason::ApprovalRequired),
+        });
+        assert!(matches!(
+            freed,
+            Action::Release {
+                purpose: ReleasePurpose::Suspend,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn an_ended_run_never_keeps_compute() {
+        for state in [ResourceState::Active, ResourceState::ReleaseBlocked] {
+            let r = record(state, WorkspaceMode::Isolated);
+            for run_state in [RunState::Completed, RunState::Failed, RunState::Cancelled] {
+                assert_eq!(
+                    plan_for(run_state, &r, &[], Some(SuspensionReason::PolicyHold)),
+                    Action::Release {
+                        disposition: ReleaseDisposition::Terminate,
+                        purpose: ReleasePurpose::RunEnded
+                    }
+                );
+            }
+        }
+        assert_eq!(
+            plan_for(
+                RunState::Completed,
+                &record(ResourceState::Released, WorkspaceMode::Isolated),
+                &[],
+                None
+            ),
+            Action::Idle
+        );
+    }
+
+    #[test]
+    fn pending_releases_continue_with_their_own_disposition() {
+        let mut r = record(ResourceState::ReleaseFailed, WorkspaceMode::Isolated);
+        r.disposition = Some(ReleaseDisposition::SnapshotAndTerminate);
+        r.release_purpose = Some(ReleasePurpose::Suspend);
+        let want = Action::Release {
+            disposition: ReleaseDisposition::SnapshotAndTerminate,
+            purpose: ReleasePurpose::Suspend,
+        };
+        assert_eq!(plan_for(RunState::Suspended, &r, &[], None), want);
+        // Resume waits for the release to finish before restoring.
+        assert_eq!(plan_for(RunState::Resuming, &r, &[], None), want);
+    }
+
+    #[test]
+    fn resume_attaches_restores_reprovisions_or_fails() {
+        let blocked = record(ResourceState::ReleaseBlocked, WorkspaceMode::Isolated);
+        assert_eq!(
+            plan_for(RunState::Resuming, &blocked, &[], None),
+            Action::Attach
+        );
+        let mut released = record(ResourceState::Released, WorkspaceMode::Isolated);
+        released.disposition = Some(ReleaseDisposition::SnapshotAndTerminate);
+        released.sandbox_checkpoint = Some(checkpoint());
+        assert_eq!(
+            plan_for(RunState::Resuming, &released, &[], None),
+            Action::Restore
+        );
+        released.checkpoint_lost = true;
+        assert_eq!(
+            plan_for(RunState::Resuming, &released, &[], None),
+            Action::FailSnapshotLost
+        );
+        let mut terminated = record(ResourceState::Released, WorkspaceMode::ActiveWorkspace);
+        terminated.disposition = Some(ReleaseDisposition::Terminate);
+        assert_eq!(
+            plan_for(RunState::Resuming, &terminated, &[], None),
+            Action::Provision {
+                fresh_after_release: true
+            }
+        );
+        assert_eq!(
+            plan_for(RunState::Suspended, &terminated, &[], None),
+            Action::Idle
+        );
+    }
+
+    #[test]
+    fn restores_under_way_continue_or_are_abandoned() {
+        let mut r = record(ResourceState::RestoreRequested, WorkspaceMode::Isolated);
+        r.sandbox_checkpoint = Some(checkpoint());
+        assert_eq!(
+            plan_for(RunState::Cancelled, &r, &[], None),
+            Action::Abandon
+        );
+        r.bind_idempotency_key = Some("k".into());
+        assert_eq!(
+            plan_for(RunState::Cancelled, &r, &[], None),
+            Action::Restore
+        );
+        assert_eq!(plan_for(RunState::Resuming, &r, &[], None), Action::Restore);
+        let fresh = record(
+            ResourceState::RestoreRequested,
+            WorkspaceMode::ActiveWorkspace,
+        );
+        assert_eq!(
+            plan_for(RunState::Resuming, &fresh, &[], None),
+            Action::Provision {
+                fresh_after_release: true
+            }
+        );
+    }
+}
