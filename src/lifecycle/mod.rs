@@ -1,6 +1,7 @@
 //! The execution-resource lifecycle: the record, its state machine, the rules and the plan.
 
 pub mod machine;
+pub mod outcome;
 pub mod plan;
 pub mod record;
 pub mod rules;

@@ -1,0 +1,368 @@
+//! How a plan decision or a provider call's result becomes the next record (and, rarely, an
+//! effect on the run). Pure: every state change goes through [`ResourceState::next`].
+
+use chrono::{DateTime, Utc};
+
+use super::machine::{ResourceEvent, ResourceState, ResourceTransitionError};
+use super::record::ExecutionResourceRecord;
+use super::rules::{self, Blockers, ReleasePurpose};
+use crate::domain::interaction::SuspensionReason;
+use crate::domain::SuspensionId;
+use crate::providers::client::ProviderCallError;
+use crate::providers::spec::ReleaseDisposition;
+use crate::providers::wire::{ProviderError, SandboxHandle, SandboxReleaseReceipt};
+use crate::store::RunEffect;
+
+pub type OutcomeResult<T> = Result<T, ResourceTransitionError>;
+
+/// A record to write and what the same write does to the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Next {
+    pub record: ExecutionResourceRecord,
+    pub effect: RunEffect,
+}
+
+impl Next {
+    fn record(record: ExecutionResourceRecord) -> Self {
+        Next {
+            record,
+            effect: RunEffect::None,
+        }
+    }
+}
+
+/// How compute is (re)bound to a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindKind {
+    Provision,
+    Restore,
+    Attach,
+}
+
+impl BindKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BindKind::Provision => "provision",
+            BindKind::Restore => "restore",
+            BindKind::Attach => "attach",
+        }
+    }
+
+    /// The problem code a run fails with when this bind cannot succeed.
+    pub fn failure_code(self) -> &'static str {
+        match self {
+            BindKind::Provision => "sandbox.provision_failed",
+            BindKind::Restore => "sandbox.restore_failed",
+            BindKind::Attach => "sandbox.attach_failed",
+        }
+    }
+}
+
+/// Whether retrying a failed call can help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureClass {
+    /// The provider promises the sandbox is usable again, or the outcome is unknown, or the
+    /// provider (or its registration) is unavailable: retry later with the same key.
+    Retry,
+    /// The provider says it cannot be done (broken sandbox, refused request).
+    Final,
+}
+
+pub fn classify(e: &ProviderCallError) -> FailureClass {
+    match e {
+        ProviderCallError::Terminal { .. } | ProviderCallError::Refused { .. } => {
+            FailureClass::Final
+        }
+        ProviderCallError::Recoverable { .. }
+        | ProviderCallError::Uncertain { .. }
+        | ProviderCallError::Unreachable(_)
+        | ProviderCallError::Config(_) => FailureClass::Retry,
+    }
+}
+
+pub const SNAPSHOT_LOST: &str = "sandbox.snapshot_lost";
+
+/// Deterministic, so every retry of the same bind (by any replica) reuses it.
+pub fn bind_idempotency_key(record: &ExecutionResourceRecord, kind: BindKind) -> String {
+    format!(
+        "{}:g{}:{}",
+        record.run_id,
+        record.generation + 1,
+        kind.as_str()
+    )
+}
+
+/// Retry in `now + backoff(retry_count)`, jittered by `jitter` in `[-1, 1]`.
+fn schedule_retry(
+    record: &mut ExecutionResourceRecord,
+    error: ProviderError,
+    now: DateTime<Utc>,
+    jitter: f64,
+) {
+    record.retry_count = record.retry_count.saturating_add(1);
+    let attempts = u32::try_from(record.retry_count).unwrap_or(u32::MAX);
+    let delay = rules::with_jitter(rules::backoff(attempts), jitter);
+    let at = chrono::Duration::from_std(delay)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .unwrap_or(now);
+    let at = crate::clock::truncate_ms(at);
+    record.next_retry_at = Some(at);
+    record.due_at = Some(at);
+    record.error = Some(error);
+}
+
+fn clear_retry(record: &mut ExecutionResourceRecord) {
+    record.retry_count = 0;
+    record.next_retry_at = None;
+}
+
+/// Nothing to do now.
+pub fn idle(mut record: ExecutionResourceRecord) -> ExecutionResourceRecord {
+    record.due_at = None;
+    record
+}
+
+/// The run ended before any provision or restore was attempted: no compute exists.
+pub fn abandon(mut record: ExecutionResourceRecord) -> OutcomeResult<ExecutionResourceRecord> {
+    record.state = record.state.next(ResourceEvent::Abandon)?;
+    record.bind_idempotency_key = None;
+    record.compute_released = false;
+    clear_retry(&mut record);
+    record.due_at = None;
+    Ok(record)
+}
+
+/// Something still needs the sandbox: keep it and record what holds it.
+pub fn block(
+    mut record: ExecutionResourceRecord,
+    disposition: ReleaseDisposition,
+    blockers: &Blockers,
+    suspension: Option<(&SuspensionId, SuspensionReason)>,
+) -> OutcomeResult<ExecutionResourceRecord> {
+    if record.state != ResourceState::ReleaseBlocked {
+        record.state = record.state.next(ResourceEvent::SuspendBlocked)?;
+    }
+    record.disposition = Some(disposition);
+    record.blocking_job_ids = blockers.job_ids.clone();
+    record.blocking_child_run_ids = blockers.child_run_ids.clone();
+    if let Some((id, reason)) = suspension {
+        record.suspension_id = Some(id.clone());
+        record.suspension_reason = Some(reason);
+    }
+    record.due_at = None;
+    Ok(record)
+}
+
+/// The intent written before a release is sent: `release_requested` with its key.
+pub fn begin_release(
+    mut record: ExecutionResourceRecord,
+    disposition: ReleaseDisposition,
+    purpose: ReleasePurpose,
+    suspension: Option<(&SuspensionId, SuspensionReason)>,
+    now: DateTime<Utc>,
+) -> OutcomeResult<ExecutionResourceRecord> {
+    record.state = record.state.next(ResourceEvent::ReleaseDue)?;
+    if let Some((id, reason)) = suspension {
+        record.suspension_id = Some(id.clone());
+        record.suspension_reason = Some(reason);
+    }
+    record.release_idempotency_key = Some(rules::release_idempotency_key(
+        &record.run_id,
+        record.generation,
+        record.suspension_id.as_ref(),
+        purpose,
+    ));
+    record.release_purpose = Some(purpose);
+    record.disposition = Some(disposition);
+    record.release_requested_at = Some(now);
+    record.released_at = None;
+    record.compute_released = false;
+    record.blocking_job_ids.clear();
+    record.blocking_child_run_ids.clear();
+    record.error = None;
+    clear_retry(&mut record);
+    record.due_at = Some(now);
+    Ok(record)
+}
+
+/// A receipt the client found consistent. Only `compute_released` counts as a release;
+/// anything else is an attempt that failed and is retried with the same key.
+pub fn release_answered(
+    record: ExecutionResourceRecord,
+    receipt: &SandboxReleaseReceipt,
+    now: DateTime<Utc>,
+    jitter: f64,
+) -> OutcomeResult<ExecutionResourceRecord> {
+    if !receipt.compute_released {
+        let error = ProviderError {
+            code: "provider.compute_not_released".into(),
+            category: "uncertain".into(),
+            message: format!(
+                "the `{}` receipt leaves the sandbox `{}`",
+                receipt.disposition, receipt.state
+            ),
+            retryable: true,
+        };
+        return release_attempt_failed(record, error, now, jitter);
+    }
+    let mut record = record;
+    record.state = record.state.next(ResourceEvent::ReleaseConfirmed)?;
+    record.compute_released = true;
+    record.released_at = Some(now);
+    record.sandbox_checkpoint = match receipt.disposition {
+        ReleaseDisposition::SnapshotAndTerminate => receipt.checkpoint.clone(),
+        _ => None,
+    };
+    if record.release_purpose != Some(ReleasePurpose::ForcedTerminate) {
+        record.error = None;
+    }
+    clear_retry(&mut record);
+    record.due_at = None;
+    Ok(record)
+}
+
+fn release_attempt_failed(
+    mut record: ExecutionResourceRecord,
+    error: ProviderError,
+    now: DateTime<Utc>,
+    jitter: f64,
+) -> OutcomeResult<ExecutionResourceRecord> {
+    record.state = record.state.next(ResourceEvent::ReleaseAttemptFailed)?;
+    schedule_retry(&mut record, error, now, jitter);
+    Ok(record)
+}
+
+/// A release call failed. A broken sandbox (terminal or refused) is never left as if it ran:
+/// it gets a forced `terminate` under a new key, and a lost snapshot is recorded. A failing
+/// `terminate` can only be retried.
+pub fn release_failed(
+    record: ExecutionResourceRecord,
+    err: &ProviderCallError,
+    now: DateTime<Utc>,
+    jitter: f64,
+) -> OutcomeResult<ExecutionResourceRecord> {
+    let forced = classify(err) == FailureClass::Final
+        && record.disposition != Some(ReleaseDisposition::Terminate);
+    if !forced {
+        return release_attempt_failed(record, err.to_provider_error(), now, jitter);
+    }
+    let mut record = record;
+    let lost_snapshot = record.disposition == Some(ReleaseDisposition::SnapshotAndTerminate);
+    let requested_at = record.release_requested_at;
+    record = begin_release(
+        record,
+        ReleaseDisposition::Terminate,
+        ReleasePurpose::ForcedTerminate,
+        None,
+        now,
+    )?;
+    record.release_requested_at = requested_at.or(Some(now));
+    record.checkpoint_lost |= lost_snapshot;
+    record.sandbox_checkpoint = None;
+    record.error = Some(err.to_provider_error());
+    Ok(record)
+}
+
+/// The intent written before a provision or restore is sent: the key, so a run that ends
+/// meanwhile knows compute may exist. From `released` this is the move to `restore_requested`.
+pub fn begin_bind(
+    mut record: ExecutionResourceRecord,
+    kind: BindKind,
+    now: DateTime<Utc>,
+) -> OutcomeResult<ExecutionResourceRecord> {
+    if record.state == ResourceState::Released {
+        record.state = record.state.next(ResourceEvent::RestoreDue)?;
+    }
+    // Only a state that a ready sandbox can complete may start a bind.
+    record.state.next(ResourceEvent::Ready)?;
+    let key = bind_idempotency_key(&record, kind);
+    if record.bind_idempotency_key.as_deref() != Some(key.as_str()) {
+        record.bind_idempotency_key = Some(key);
+        record.due_at = Some(now);
+    }
+    Ok(record)
+}
+
+/// A ready sandbox: the next generation, with every release and retry field cleared.
+pub fn bind_succeeded(
+    mut record: ExecutionResourceRecord,
+    kind: BindKind,
+    handle: &SandboxHandle,
+) -> OutcomeResult<ExecutionResourceRecord> {
+    let event = match kind {
+        BindKind::Attach => ResourceEvent::Attach,
+        BindKind::Provision | BindKind::Restore => ResourceEvent::Ready,
+    };
+    record.state = record.state.next(event)?;
+    record.generation += 1;
+    record.sandbox_ref = Some(handle.r#ref.clone());
+    record.bind_idempotency_key = None;
+    record.disposition = None;
+    record.sandbox_checkpoint = None;
+    record.checkpoint_lost = false;
+    record.blocking_job_ids.clear();
+    record.blocking_child_run_ids.clear();
+    record.release_idempotency_key = None;
+    record.release_purpose = None;
+    record.release_requested_at = None;
+    record.released_at = None;
+    record.compute_released = false;
+    record.error = None;
+    clear_retry(&mut record);
+    record.due_at = None;
+    Ok(record)
+}
+
+/// A provision, restore or attach failed. Retryable: stay and back off. Otherwise the run
+/// fails; a provision or restore leaves no compute (`released` through `Abandon`), while a
+/// sandbox that could not be attached stays due so it gets terminated.
+pub fn bind_failed(
+    mut record: ExecutionResourceRecord,
+    kind: BindKind,
+    err: &ProviderCallError,
+    now: DateTime<Utc>,
+    jitter: f64,
+) -> OutcomeResult<Next> {
+    if classify(err) == FailureClass::Retry {
+        if kind != BindKind::Attach {
+            record.state = record.state.next(ResourceEvent::BindFailed)?;
+        }
+        schedule_retry(&mut record, err.to_provider_error(), now, jitter);
+        return Ok(Next::record(record));
+    }
+    let error = err.to_provider_error();
+    let effect = RunEffect::Fail {
+        code: kind.failure_code().into(),
+        message: format!("the sandbox {} failed: {}", kind.as_str(), error.message),
+    };
+    record = match kind {
+        BindKind::Attach => {
+            clear_retry(&mut record);
+            record.due_at = Some(now);
+            record
+        }
+        BindKind::Provision | BindKind::Restore => abandon(record)?,
+    };
+    record.error = Some(error);
+    Ok(Next { record, effect })
+}
+
+/// The sandbox checkpoint is gone: the resuming run fails instead of hanging.
+pub fn snapshot_lost(mut record: ExecutionResourceRecord) -> Next {
+    let message = "the sandbox checkpoint was lost when the provider reported the sandbox \
+                   broken; the run cannot resume"
+        .to_string();
+    record.due_at = None;
+    Next {
+        record,
+        effect: RunEffect::Fail {
+            code: SNAPSHOT_LOST.into(),
+            message,
+        },
+    }
+}
+
+#[cfg(test)]
+#[path = "outcome_tests.rs"]
+mod tests;

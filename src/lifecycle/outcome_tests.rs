@@ -1,0 +1,622 @@
+use super::*;
+use crate::domain::{JobId, RunId};
+use crate::providers::client::UncertainKind;
+use crate::providers::spec::{
+    LifecyclePolicy, ResolvedSandboxSpec, Resources, WorkspaceMode, SPEC_VERSION_V3,
+};
+use crate::providers::wire::{CheckpointRef, SandboxRef, SandboxState};
+use chrono::Duration;
+
+fn now() -> DateTime<Utc> {
+    crate::clock::truncate_ms(Utc::now())
+}
+
+fn sandbox_ref(id: &str) -> SandboxRef {
+    SandboxRef {
+        sandbox_id: id.into(),
+        provider_id: "local".into(),
+        provider_version: "0.1.0".into(),
+        tenant_id: "acme".into(),
+        owner_run_id: "run_1".into(),
+        spec_hash: format!("sha256:{}", "1".repeat(64)),
+        policy_hash: format!("sha256:{}", "2".repeat(64)),
+    }
+}
+
+fn record(state: ResourceState) -> ExecutionResourceRecord {
+    ExecutionResourceRecord {
+        run_id: RunId::new(),
+        generation: 1,
+        provider_id: "local".into(),
+        sandbox_ref: Some(sandbox_ref("sbx_1")),
+        sandbox_spec: ResolvedSandboxSpec {
+            spec_version: SPEC_VERSION_V3.into(),
+            provider_id: "local".into(),
+            spec_hash: format!("sha256:{}", "1".repeat(64)),
+            policy_hash: format!("sha256:{}", "2".repeat(64)),
+            workspace_mode: WorkspaceMode::Isolated,
+            host_workspace: None,
+            lifecycle: LifecyclePolicy::default(),
+            resources: Resources::default(),
+            metadata: serde_json::json!({}),
+        },
+        run_resolved_spec_hash: format!("sha256:{}", "3".repeat(64)),
+        state,
+        disposition: None,
+        sandbox_checkpoint: None,
+        checkpoint_lost: false,
+        suspension_id: None,
+        suspension_reason: None,
+        blocking_job_ids: vec![],
+        blocking_child_run_ids: vec![],
+        release_idempotency_key: None,
+        release_purpose: None,
+        release_requested_at: None,
+        released_at: None,
+        compute_released: false,
+        bind_idempotency_key: None,
+        retry_count: 0,
+        next_retry_at: None,
+        due_at: Some(now()),
+        error: None,
+        version: 3,
+        updated_at: now(),
+    }
+}
+
+fn checkpoint() -> CheckpointRef {
+    CheckpointRef {
+        checkpoint_id: "ckp_1".into(),
+        provider_id: "local".into(),
+        sandbox_id: "sbx_1".into(),
+        generation: 1,
+        size_bytes: 10,
+        digest: Some(format!("sha256:{}", "9".repeat(64))),
+        created_at: now(),
+    }
+}
+
+fn receipt(d: ReleaseDisposition, released: bool) -> SandboxReleaseReceipt {
+    SandboxReleaseReceipt {
+        r#ref: sandbox_ref("sbx_1"),
+        disposition: d,
+        state: if released {
+            SandboxState::Terminated
+        } else {
+            SandboxState::Ready
+        },
+        checkpoint: (d == ReleaseDisposition::SnapshotAndTerminate && released).then(checkpoint),
+        compute_released: released,
+        duplicate: false,
+        released_at: now() - Duration::hours(1),
+    }
+}
+
+fn handle(id: &str) -> SandboxHandle {
+    SandboxHandle {
+        r#ref: sandbox_ref(id),
+        state: SandboxState::Ready,
+        revision: 1,
+        generation: 1,
+        grant: None,
+    }
+}
+
+fn provider_error(retryable: bool) -> ProviderError {
+    ProviderError {
+        code: "sandbox.snapshot_failed".into(),
+        category: "internal".into(),
+        message: "boom".into(),
+        retryable,
+    }
+}
+
+fn recoverable() -> ProviderCallError {
+    ProviderCallError::Recoverable {
+        status: 503,
+        error: provider_error(true),
+    }
+}
+
+fn terminal() -> ProviderCallError {
+    ProviderCallError::Terminal {
+        status: 500,
+        error: ProviderError {
+            code: "sandbox.lost".into(),
+            ..provider_error(false)
+        },
+    }
+}
+
+fn refused() -> ProviderCallError {
+    ProviderCallError::Refused {
+        status: 409,
+        error: ProviderError {
+            code: "sandbox.terminated".into(),
+            ..provider_error(false)
+        },
+    }
+}
+
+/// A suspension release under way, as `begin_release` writes it.
+fn releasing(d: ReleaseDisposition) -> (ExecutionResourceRecord, SuspensionId, DateTime<Utc>) {
+    let sus = SuspensionId::new();
+    let t = now();
+    let r = begin_release(
+        record(ResourceState::Active),
+        d,
+        ReleasePurpose::Suspend,
+        Some((&sus, SuspensionReason::ApprovalRequired)),
+        t,
+    )
+    .unwrap();
+    (r, sus, t)
+}
+
+#[test]
+fn failures_are_classified_by_what_a_retry_can_do() {
+    assert_eq!(classify(&recoverable()), FailureClass::Retry);
+    assert_eq!(
+        classify(&ProviderCallError::Uncertain {
+            kind: UncertainKind::Timeout,
+            message: "slow".into()
+        }),
+        FailureClass::Retry
+    );
+    assert_eq!(
+        classify(&ProviderCallError::Unreachable("down".into())),
+        FailureClass::Retry
+    );
+    assert_eq!(
+        classify(&ProviderCallError::Config("not registered".into())),
+        FailureClass::Retry
+    );
+    assert_eq!(classify(&terminal()), FailureClass::Final);
+    assert_eq!(classify(&refused()), FailureClass::Final);
+}
+
+#[test]
+fn a_release_starts_by_writing_its_key_and_purpose() {
+    let (r, sus, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    assert_eq!(r.state, ResourceState::ReleaseRequested);
+    assert_eq!(
+        r.release_idempotency_key.as_deref(),
+        Some(
+            rules::release_idempotency_key(&r.run_id, 1, Some(&sus), ReleasePurpose::Suspend)
+                .as_str()
+        )
+    );
+    assert_eq!(r.release_purpose, Some(ReleasePurpose::Suspend));
+    assert_eq!(
+        r.disposition,
+        Some(ReleaseDisposition::SnapshotAndTerminate)
+    );
+    assert_eq!(r.release_requested_at, Some(t));
+    assert_eq!(r.suspension_id, Some(sus));
+    assert_eq!(
+        r.suspension_reason,
+        Some(SuspensionReason::ApprovalRequired)
+    );
+    assert_eq!(r.due_at, Some(t));
+    assert!(!r.compute_released);
+
+    let mut blocked = record(ResourceState::ReleaseBlocked);
+    blocked.blocking_job_ids = vec![JobId::new()];
+    let r = begin_release(
+        blocked,
+        ReleaseDisposition::Terminate,
+        ReleasePurpose::RunEnded,
+        None,
+        t,
+    )
+    .unwrap();
+    assert_eq!(r.state, ResourceState::ReleaseRequested);
+    assert!(r.blocking_job_ids.is_empty());
+    assert!(r
+        .release_idempotency_key
+        .unwrap()
+        .ends_with(":none:run-ended"));
+
+    let released = record(ResourceState::Released);
+    assert!(begin_release(
+        released,
+        ReleaseDisposition::Terminate,
+        ReleasePurpose::RunEnded,
+        None,
+        t
+    )
+    .is_err());
+}
+
+#[test]
+fn a_consistent_snapshot_receipt_releases_and_keeps_the_checkpoint() {
+    let (mut r, _, _) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    r.retry_count = 3;
+    r.next_retry_at = Some(now());
+    r.error = Some(provider_error(true));
+    let key = r.release_idempotency_key.clone();
+    let t = now() + Duration::seconds(5);
+    let done = release_answered(
+        r,
+        &receipt(ReleaseDisposition::SnapshotAndTerminate, true),
+        t,
+        0.0,
+    )
+    .unwrap();
+    assert_eq!(done.state, ResourceState::Released);
+    assert!(done.compute_released);
+    assert_eq!(done.released_at, Some(t), "our clock, not the provider's");
+    assert_eq!(done.sandbox_checkpoint, Some(checkpoint()));
+    assert_eq!(done.retry_count, 0);
+    assert_eq!(done.next_retry_at, None);
+    assert_eq!(done.error, None);
+    assert_eq!(done.due_at, None);
+    assert_eq!(done.release_idempotency_key, key);
+}
+
+#[test]
+fn a_terminate_receipt_keeps_no_checkpoint() {
+    let (mut r, _, _) = releasing(ReleaseDisposition::Terminate);
+    r.sandbox_checkpoint = Some(checkpoint());
+    let done =
+        release_answered(r, &receipt(ReleaseDisposition::Terminate, true), now(), 0.0).unwrap();
+    assert_eq!(done.state, ResourceState::Released);
+    assert_eq!(done.sandbox_checkpoint, None);
+}
+
+#[test]
+fn a_receipt_that_keeps_compute_is_never_counted_released() {
+    let (r, _, _) = releasing(ReleaseDisposition::Terminate);
+    let t = now();
+    let not_done =
+        release_answered(r, &receipt(ReleaseDisposition::Terminate, false), t, 0.0).unwrap();
+    assert_eq!(not_done.state, ResourceState::ReleaseFailed);
+    assert!(!not_done.compute_released);
+    assert_eq!(not_done.released_at, None);
+    assert_eq!(not_done.retry_count, 1);
+    assert_eq!(not_done.next_retry_at, Some(t + Duration::seconds(1)));
+    assert_eq!(
+        not_done.error.map(|e| e.code),
+        Some("provider.compute_not_released".to_string())
+    );
+
+    // The same holds for a detach receipt, were one ever asked for.
+    let (r, _, _) = releasing(ReleaseDisposition::Detach);
+    let kept = release_answered(r, &receipt(ReleaseDisposition::Detach, false), t, 0.0).unwrap();
+    assert_eq!(kept.state, ResourceState::ReleaseFailed);
+    assert!(!kept.compute_released);
+}
+
+#[test]
+fn retryable_release_failures_back_off_with_the_same_key() {
+    let (r, _, _) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    let key = r.release_idempotency_key.clone();
+    let t = now();
+    let failures = [
+        recoverable(),
+        ProviderCallError::Uncertain {
+            kind: UncertainKind::InconsistentReceipt,
+            message: "no checkpoint".into(),
+        },
+        ProviderCallError::Unreachable("refused".into()),
+    ];
+    let mut r = r;
+    for (n, err) in failures.iter().enumerate() {
+        r = release_failed(r, err, t, 0.0).unwrap();
+        assert_eq!(r.state, ResourceState::ReleaseFailed);
+        assert_eq!(r.retry_count, n as i64 + 1);
+        let delay = Duration::seconds(1 << n);
+        assert_eq!(r.next_retry_at, Some(t + delay));
+        assert_eq!(r.due_at, r.next_retry_at);
+        assert_eq!(r.release_idempotency_key, key);
+        assert_eq!(r.error, Some(err.to_provider_error()));
+        assert!(!r.checkpoint_lost);
+    }
+    r.retry_count = 20;
+    let capped = release_failed(r.clone(), &recoverable(), t, 0.0).unwrap();
+    assert_eq!(capped.next_retry_at, Some(t + Duration::seconds(300)));
+    let late = release_failed(r.clone(), &recoverable(), t, 1.0).unwrap();
+    assert_eq!(late.next_retry_at, Some(t + Duration::seconds(330)));
+    let early = release_failed(r, &recoverable(), t, -1.0).unwrap();
+    assert_eq!(early.next_retry_at, Some(t + Duration::seconds(270)));
+}
+
+#[test]
+fn a_terminal_error_forces_a_terminate_under_a_new_key_and_loses_the_snapshot() {
+    for err in [terminal(), refused()] {
+        let (mut r, sus, requested) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+        r = release_failed(r, &recoverable(), requested, 0.0).unwrap();
+        let old_key = r.release_idempotency_key.clone();
+        let t = requested + Duration::seconds(10);
+        let forced = release_failed(r, &err, t, 0.0).unwrap();
+        assert_eq!(forced.state, ResourceState::ReleaseRequested);
+        assert_eq!(forced.disposition, Some(ReleaseDisposition::Terminate));
+        assert_eq!(
+            forced.release_purpose,
+            Some(ReleasePurpose::ForcedTerminate)
+        );
+        assert_ne!(forced.release_idempotency_key, old_key);
+        assert_eq!(
+            forced.release_idempotency_key,
+            Some(rules::release_idempotency_key(
+                &forced.run_id,
+                1,
+                Some(&sus),
+                ReleasePurpose::ForcedTerminate
+            ))
+        );
+        assert!(forced.checkpoint_lost);
+        assert_eq!(forced.sandbox_checkpoint, None);
+        assert_eq!(forced.due_at, Some(t), "due at once");
+        assert_eq!(forced.retry_count, 0);
+        assert_eq!(forced.release_requested_at, Some(requested));
+        assert_eq!(forced.error, Some(err.to_provider_error()));
+
+        // The forced terminate then succeeds: released, the error stays for the operator.
+        let done = release_answered(
+            forced,
+            &receipt(ReleaseDisposition::Terminate, true),
+            t,
+            0.0,
+        )
+        .unwrap();
+        assert_eq!(done.state, ResourceState::Released);
+        assert!(done.checkpoint_lost);
+        assert_eq!(done.error, Some(err.to_provider_error()));
+    }
+}
+
+#[test]
+fn a_terminal_error_on_a_terminate_is_retried_not_re_forced() {
+    let (r, _, t) = releasing(ReleaseDisposition::Terminate);
+    let key = r.release_idempotency_key.clone();
+    let r = release_failed(r, &terminal(), t, 0.0).unwrap();
+    assert_eq!(r.state, ResourceState::ReleaseFailed);
+    assert_eq!(r.release_idempotency_key, key);
+    assert_eq!(r.retry_count, 1);
+    assert!(!r.checkpoint_lost);
+}
+
+#[test]
+fn a_forced_terminate_that_fails_is_retried_and_the_snapshot_stays_lost() {
+    let (r, _, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    let forced = release_failed(r, &terminal(), t, 0.0).unwrap();
+    let again = release_failed(forced, &terminal(), t, 0.0).unwrap();
+    assert_eq!(again.state, ResourceState::ReleaseFailed);
+    assert!(again.checkpoint_lost, "a lost snapshot stays lost");
+}
+
+#[test]
+fn binding_writes_a_deterministic_key_first() {
+    let t = now();
+    let mut fresh = record(ResourceState::Provisioning);
+    fresh.generation = 0;
+    fresh.sandbox_ref = None;
+    fresh.due_at = None;
+    let intent = begin_bind(fresh.clone(), BindKind::Provision, t).unwrap();
+    assert_eq!(intent.state, ResourceState::Provisioning);
+    let key = format!("{}:g1:provision", fresh.run_id);
+    assert_eq!(intent.bind_idempotency_key.as_deref(), Some(key.as_str()));
+    assert_eq!(intent.due_at, Some(t));
+    assert_eq!(
+        begin_bind(intent.clone(), BindKind::Provision, t).unwrap(),
+        intent,
+        "a retry changes nothing"
+    );
+
+    let mut released = record(ResourceState::Released);
+    released.disposition = Some(ReleaseDisposition::SnapshotAndTerminate);
+    released.sandbox_checkpoint = Some(checkpoint());
+    let restore = begin_bind(released.clone(), BindKind::Restore, t).unwrap();
+    assert_eq!(restore.state, ResourceState::RestoreRequested);
+    assert_eq!(
+        restore.bind_idempotency_key,
+        Some(format!("{}:g2:restore", released.run_id))
+    );
+    assert_eq!(restore.sandbox_checkpoint, Some(checkpoint()));
+    let reprovision = begin_bind(released.clone(), BindKind::Provision, t).unwrap();
+    assert_eq!(
+        reprovision.bind_idempotency_key,
+        Some(format!("{}:g2:provision", released.run_id))
+    );
+    assert!(begin_bind(record(ResourceState::ReleaseFailed), BindKind::Restore, t).is_err());
+}
+
+#[test]
+fn a_ready_sandbox_is_the_next_generation_with_everything_cleared() {
+    let t = now();
+    let mut r = begin_bind(
+        {
+            let mut r = record(ResourceState::Released);
+            r.disposition = Some(ReleaseDisposition::SnapshotAndTerminate);
+            r.sandbox_checkpoint = Some(checkpoint());
+            r.compute_released = true;
+            r.released_at = Some(t);
+            r.release_idempotency_key = Some("k".into());
+            r.release_purpose = Some(ReleasePurpose::Suspend);
+            r
+        },
+        BindKind::Restore,
+        t,
+    )
+    .unwrap();
+    r = bind_failed(r, BindKind::Restore, &recoverable(), t, 0.0)
+        .unwrap()
+        .record;
+    assert_eq!(r.retry_count, 1);
+    let done = bind_succeeded(r, BindKind::Restore, &handle("sbx_2")).unwrap();
+    assert_eq!(done.state, ResourceState::Active);
+    assert_eq!(done.generation, 2);
+    assert_eq!(done.sandbox_ref, Some(sandbox_ref("sbx_2")));
+    assert_eq!(done.bind_idempotency_key, None);
+    assert_eq!(done.due_at, None);
+    assert_eq!(done.retry_count, 0);
+    assert_eq!(done.next_retry_at, None);
+    assert_eq!(done.error, None);
+    assert_eq!(done.sandbox_checkpoint, None);
+    assert_eq!(done.disposition, None);
+    assert_eq!(done.release_idempotency_key, None);
+    assert!(!done.compute_released);
+
+    let mut blocked = record(ResourceState::ReleaseBlocked);
+    blocked.disposition = Some(ReleaseDisposition::Detach);
+    blocked.blocking_job_ids = vec![JobId::new()];
+    let attached = bind_succeeded(blocked, BindKind::Attach, &handle("sbx_1")).unwrap();
+    assert_eq!(attached.state, ResourceState::Active);
+    assert_eq!(attached.generation, 2);
+    assert!(attached.blocking_job_ids.is_empty());
+    assert!(bind_succeeded(
+        record(ResourceState::Released),
+        BindKind::Attach,
+        &handle("x")
+    )
+    .is_err());
+}
+
+#[test]
+fn retryable_bind_failures_stay_and_back_off() {
+    let t = now();
+    let r = begin_bind(record(ResourceState::Provisioning), BindKind::Provision, t).unwrap();
+    let key = r.bind_idempotency_key.clone();
+    let next = bind_failed(r, BindKind::Provision, &recoverable(), t, 0.0).unwrap();
+    assert_eq!(next.effect, RunEffect::None);
+    assert_eq!(next.record.state, ResourceState::Provisioning);
+    assert_eq!(next.record.bind_idempotency_key, key);
+    assert_eq!(next.record.next_retry_at, Some(t + Duration::seconds(1)));
+    let again = bind_failed(next.record, BindKind::Provision, &recoverable(), t, 0.0).unwrap();
+    assert_eq!(again.record.next_retry_at, Some(t + Duration::seconds(2)));
+
+    let blocked = record(ResourceState::ReleaseBlocked);
+    let next = bind_failed(blocked, BindKind::Attach, &recoverable(), t, 0.0).unwrap();
+    assert_eq!(next.record.state, ResourceState::ReleaseBlocked);
+    assert_eq!(next.record.retry_count, 1);
+}
+
+#[test]
+fn final_bind_failures_fail_the_run_and_leave_no_compute_behind() {
+    let t = now();
+    let r = begin_bind(record(ResourceState::Provisioning), BindKind::Provision, t).unwrap();
+    let next = bind_failed(r, BindKind::Provision, &refused(), t, 0.0).unwrap();
+    assert_eq!(next.record.state, ResourceState::Released);
+    assert!(!next.record.compute_released, "nothing was ever released");
+    assert_eq!(next.record.bind_idempotency_key, None);
+    assert_eq!(next.record.due_at, None);
+    assert_eq!(next.record.error, Some(refused().to_provider_error()));
+    assert!(matches!(
+        next.effect,
+        RunEffect::Fail { ref code, .. } if code == "sandbox.provision_failed"
+    ));
+
+    let mut released = record(ResourceState::Released);
+    released.sandbox_checkpoint = Some(checkpoint());
+    let r = begin_bind(released, BindKind::Restore, t).unwrap();
+    let next = bind_failed(r, BindKind::Restore, &terminal(), t, 0.0).unwrap();
+    assert_eq!(next.record.state, ResourceState::Released);
+    assert!(matches!(
+        next.effect,
+        RunEffect::Fail { ref code, .. } if code == "sandbox.restore_failed"
+    ));
+
+    let active = record(ResourceState::ReleaseBlocked);
+    let next = bind_failed(active, BindKind::Attach, &refused(), t, 0.0).unwrap();
+    assert_eq!(
+        next.record.state,
+        ResourceState::ReleaseBlocked,
+        "the sandbox may still run: it stays due to be terminated"
+    );
+    assert_eq!(next.record.due_at, Some(t));
+    assert!(matches!(
+        next.effect,
+        RunEffect::Fail { ref code, .. } if code == "sandbox.attach_failed"
+    ));
+}
+
+#[test]
+fn a_lost_snapshot_fails_the_run() {
+    let mut r = record(ResourceState::Released);
+    r.checkpoint_lost = true;
+    let next = snapshot_lost(r.clone());
+    assert_eq!(next.record.state, ResourceState::Released);
+    assert_eq!(next.record.due_at, None);
+    match next.effect {
+        RunEffect::Fail { code, message } => {
+            assert_eq!(code, SNAPSHOT_LOST);
+            assert!(message.contains("checkpoint"));
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn blocking_records_the_blockers_disposition_and_suspension() {
+    let sus = SuspensionId::new();
+    let job = JobId::new();
+    let child = RunId::new();
+    let blockers = Blockers {
+        job_ids: vec![job.clone()],
+        child_run_ids: vec![child.clone()],
+        detach: false,
+    };
+    let r = block(
+        record(ResourceState::Active),
+        ReleaseDisposition::SnapshotAndTerminate,
+        &blockers,
+        Some((&sus, SuspensionReason::ApprovalRequired)),
+    )
+    .unwrap();
+    assert_eq!(r.state, ResourceState::ReleaseBlocked);
+    assert_eq!(r.blocking_job_ids, vec![job]);
+    assert_eq!(r.blocking_child_run_ids, vec![child]);
+    assert_eq!(
+        r.disposition,
+        Some(ReleaseDisposition::SnapshotAndTerminate)
+    );
+    assert_eq!(r.suspension_id, Some(sus));
+    assert_eq!(r.due_at, None);
+    assert!(!r.compute_released);
+
+    let fewer = block(
+        r,
+        ReleaseDisposition::SnapshotAndTerminate,
+        &Blockers {
+            child_run_ids: vec![],
+            ..blockers.clone()
+        },
+        None,
+    )
+    .unwrap();
+    assert_eq!(fewer.state, ResourceState::ReleaseBlocked);
+    assert!(fewer.blocking_child_run_ids.is_empty());
+
+    let detach = Blockers {
+        detach: true,
+        ..Blockers::default()
+    };
+    let held = block(
+        record(ResourceState::Active),
+        ReleaseDisposition::Detach,
+        &detach,
+        None,
+    )
+    .unwrap();
+    assert_eq!(held.state, ResourceState::ReleaseBlocked);
+    assert_eq!(held.disposition, Some(ReleaseDisposition::Detach));
+    assert!(!held.compute_released);
+    assert!(block(
+        record(ResourceState::Released),
+        ReleaseDisposition::Detach,
+        &detach,
+        None
+    )
+    .is_err());
+}
+
+#[test]
+fn abandoning_is_only_for_records_without_compute() {
+    let r = abandon(record(ResourceState::Provisioning)).unwrap();
+    assert_eq!(r.state, ResourceState::Released);
+    assert!(!r.compute_released);
+    assert_eq!(r.due_at, None);
+    assert!(abandon(record(ResourceState::Active)).is_err());
+    assert_eq!(idle(record(ResourceState::Active)).due_at, None);
+}
