@@ -7,4 +7,5 @@ pub mod local_provider;
 pub mod metrics;
 pub mod notify;
 pub mod providers;
+pub mod scheduler;
 pub mod store;

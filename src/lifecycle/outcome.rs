@@ -23,7 +23,7 @@ pub struct Next {
 }
 
 impl Next {
-    fn record(record: ExecutionResourceRecord) -> Self {
+    pub fn plain(record: ExecutionResourceRecord) -> Self {
         Next {
             record,
             effect: RunEffect::None,
@@ -329,7 +329,7 @@ pub fn bind_failed(
             record.state = record.state.next(ResourceEvent::BindFailed)?;
         }
         schedule_retry(&mut record, err.to_provider_error(), now, jitter);
-        return Ok(Next::record(record));
+        return Ok(Next::plain(record));
     }
     let error = err.to_provider_error();
     let effect = RunEffect::Fail {

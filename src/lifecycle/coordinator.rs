@@ -1,0 +1,528 @@
+//! The lifecycle coordinator: executes `plan()` for one leased run, writing each intent
+//! before the provider call and each outcome after it, fenced by the run's lease.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use tracing::Instrument;
+
+use super::machine::{ResourceState, ResourceTransitionError};
+use super::outcome::{self, BindKind, Next};
+use super::plan::{plan, Action, PlanInput};
+use super::record::ExecutionResourceRecord;
+use super::rules::ReleasePurpose;
+use crate::domain::interaction::{Suspension, SuspensionReason};
+use crate::domain::job::Job;
+use crate::domain::run::{Run, RunState};
+use crate::domain::{RunId, SuspensionId};
+use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient, Timeouts};
+use crate::providers::registry;
+use crate::providers::spec::ReleaseDisposition;
+use crate::providers::wire::{
+    AttachRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest,
+    SandboxHandle,
+};
+use crate::store::{LifecycleWork, RunEffect, Store, StoreError};
+
+/// Steps one `process` call may take (e.g. finish a release, then restore, then settle).
+pub const MAX_STEPS: usize = 8;
+/// How long a provider client is reused before its registration is read again.
+pub const CLIENT_CACHE_TTL: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum CoordinatorError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Transition(#[from] ResourceTransitionError),
+}
+
+/// How a `process` call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Processed {
+    /// Nothing more is due now (the record may be due later, for a retry).
+    Settled,
+    /// The run was failed; its lease went with it.
+    RunFailed,
+    /// Another holder owns the run (lease lost or a concurrent write): stopped at once.
+    Superseded,
+    /// The step budget ran out; the record is still due and will be picked up again.
+    StepLimit,
+}
+
+struct CachedClient {
+    client: ProviderClient,
+    fetched: Instant,
+}
+
+pub struct Coordinator {
+    store: Store,
+    actor: String,
+    timeouts: Timeouts,
+    clients: Mutex<HashMap<String, CachedClient>>,
+}
+
+/// What a step decided.
+enum Step {
+    Continue,
+    Stop(Processed),
+}
+
+/// The run being worked on, as this holder knows it.
+struct Work {
+    run: Run,
+    tenant_id: String,
+    token: i64,
+    record: ExecutionResourceRecord,
+    jobs: Vec<Job>,
+    descendants: Vec<(RunId, ResourceState)>,
+    suspension: Option<Suspension>,
+    trace_id: String,
+    step: usize,
+}
+
+impl Work {
+    fn plan(&self, record: &ExecutionResourceRecord, run_state: RunState) -> Action {
+        plan(&PlanInput {
+            run_state,
+            record,
+            jobs: &self.jobs,
+            descendants: &self.descendants,
+            suspension_reason: self.suspension.as_ref().map(|s| s.reason),
+        })
+    }
+
+    fn suspension(&self) -> Option<(&SuspensionId, SuspensionReason)> {
+        self.suspension.as_ref().map(|s| (&s.id, s.reason))
+    }
+}
+
+fn action_name(action: &Action) -> &'static str {
+    match action {
+        Action::Idle => "idle",
+        Action::Provision { .. } => "provision",
+        Action::Abandon => "abandon",
+        Action::Block { .. } => "block",
+        Action::Release { .. } => "release",
+        Action::Attach => "attach",
+        Action::Restore => "restore",
+        Action::FailSnapshotLost => "fail_snapshot_lost",
+    }
+}
+
+fn jitter() -> f64 {
+    rand::random::<f64>() * 2.0 - 1.0
+}
+
+fn waiting_for_retry(record: &ExecutionResourceRecord, now: DateTime<Utc>) -> bool {
+    record.next_retry_at.is_some_and(|t| t > now)
+}
+
+impl Coordinator {
+    /// `actor` names this replica in provider request contexts.
+    pub fn new(store: Store, actor: impl Into<String>) -> Self {
+        Self {
+            store,
+            actor: actor.into(),
+            timeouts: Timeouts::default(),
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.store.now()
+    }
+
+    /// Works on a leased run until nothing is due now, then hands the lease back.
+    pub async fn process(&self, work: LifecycleWork) -> Result<Processed, CoordinatorError> {
+        let LifecycleWork {
+            run,
+            tenant_id,
+            lease,
+            record,
+            jobs,
+            descendants,
+            suspension,
+        } = work;
+        let mut w = Work {
+            run,
+            tenant_id,
+            token: lease.fencing_token,
+            record,
+            jobs,
+            descendants,
+            suspension,
+            trace_id: uuid::Uuid::now_v7().simple().to_string(),
+            step: 0,
+        };
+        let result = self.steps(&mut w).await;
+        if let Err(e) = self.store.release_lease(&w.run.id, w.token).await {
+            tracing::warn!(run_id = %w.run.id, error = %e, "could not hand the lease back");
+        }
+        match result {
+            Err(CoordinatorError::Store(StoreError::LeaseLost)) => Ok(Processed::Superseded),
+            Err(CoordinatorError::Store(StoreError::Conflict { code, .. }))
+                if code == "resource.version_conflict" =>
+            {
+                Ok(Processed::Superseded)
+            }
+            other => other,
+        }
+    }
+
+    async fn steps(&self, w: &mut Work) -> Result<Processed, CoordinatorError> {
+        while w.step < MAX_STEPS {
+            w.step += 1;
+            let action = w.plan(&w.record, w.run.state);
+            let span = tracing::info_span!(
+                "lifecycle_step",
+                run_id = %w.run.id,
+                generation = w.record.generation,
+                provider_id = %w.record.provider_id,
+                state = %w.record.state,
+                action = action_name(&action),
+                trace_id = %w.trace_id,
+            );
+            let step = match self.step(w, action).instrument(span).await {
+                Err(CoordinatorError::Transition(e)) => {
+                    self.park_on_invalid_transition(w, e).await?
+                }
+                other => other?,
+            };
+            if let Step::Stop(done) = step {
+                return Ok(done);
+            }
+        }
+        Ok(Processed::StepLimit)
+    }
+
+    async fn step(&self, w: &mut Work, action: Action) -> Result<Step, CoordinatorError> {
+        let now = self.now();
+        match action {
+            Action::Idle => {
+                if w.record.due_at.is_some() {
+                    let record = outcome::idle(w.record.clone());
+                    self.save(w, record, RunEffect::None).await?;
+                }
+                Ok(Step::Stop(Processed::Settled))
+            }
+            Action::Abandon => {
+                let record = outcome::abandon(w.record.clone())?;
+                self.commit(w, Next::plain(record)).await
+            }
+            Action::Block {
+                disposition,
+                blockers,
+            } => {
+                let record =
+                    outcome::block(w.record.clone(), disposition, &blockers, w.suspension())?;
+                self.commit(w, Next::plain(record)).await
+            }
+            Action::FailSnapshotLost => {
+                let next = outcome::snapshot_lost(w.record.clone());
+                self.commit(w, next).await
+            }
+            Action::Release {
+                disposition,
+                purpose,
+            } => self.release(w, disposition, purpose, now).await,
+            Action::Provision { .. } => self.bind(w, BindKind::Provision, now).await,
+            Action::Restore => self.bind(w, BindKind::Restore, now).await,
+            Action::Attach => self.bind(w, BindKind::Attach, now).await,
+        }
+    }
+
+    /// Waits for a retry that is not due yet: the record becomes due when it is.
+    async fn defer(&self, w: &mut Work) -> Result<Step, CoordinatorError> {
+        if w.record.due_at != w.record.next_retry_at {
+            let mut record = w.record.clone();
+            record.due_at = record.next_retry_at;
+            self.save(w, record, RunEffect::None).await?;
+        }
+        Ok(Step::Stop(Processed::Settled))
+    }
+
+    async fn release(
+        &self,
+        w: &mut Work,
+        disposition: ReleaseDisposition,
+        purpose: ReleasePurpose,
+        now: DateTime<Utc>,
+    ) -> Result<Step, CoordinatorError> {
+        if matches!(
+            w.record.state,
+            ResourceState::Active | ResourceState::ReleaseBlocked
+        ) {
+            let intent = outcome::begin_release(
+                w.record.clone(),
+                disposition,
+                purpose,
+                w.suspension(),
+                now,
+            )?;
+            self.save(w, intent, RunEffect::None).await?;
+        } else if waiting_for_retry(&w.record, now) {
+            return self.defer(w).await;
+        }
+        let result = match self.release_request(w, now) {
+            Some(req) => match self.client(&w.record.provider_id).await {
+                Ok(client) => client.release(&req, &self.call_options(w)).await,
+                Err(e) => Err(e),
+            },
+            None => Err(ProviderCallError::Config(
+                "the record names no sandbox to release".into(),
+            )),
+        };
+        let now = self.now();
+        let record = match &result {
+            Ok(receipt) => {
+                tracing::info!(duplicate = receipt.duplicate, "release confirmed");
+                outcome::release_answered(w.record.clone(), receipt, now, jitter())?
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "release failed");
+                self.forget_client_on(&w.record.provider_id, e);
+                outcome::release_failed(w.record.clone(), e, now, jitter())?
+            }
+        };
+        self.commit(w, Next::plain(record)).await
+    }
+
+    fn release_request(&self, w: &Work, now: DateTime<Utc>) -> Option<ReleaseRequest> {
+        let record = &w.record;
+        let purpose = record.release_purpose.unwrap_or(ReleasePurpose::Suspend);
+        let reason = match (purpose, record.suspension_reason) {
+            (ReleasePurpose::Suspend, Some(r)) => r.as_str().to_string(),
+            (p, _) => p.as_str().to_string(),
+        };
+        Some(ReleaseRequest {
+            request: ReleaseSpec {
+                r#ref: record.sandbox_ref.clone()?,
+                disposition: record.disposition?,
+                reason,
+                expected_revision: None,
+                idempotency_key: record.release_idempotency_key.clone()?,
+            },
+            context: self.context(w, now, self.timeouts.release),
+        })
+    }
+
+    async fn bind(
+        &self,
+        w: &mut Work,
+        kind: BindKind,
+        now: DateTime<Utc>,
+    ) -> Result<Step, CoordinatorError> {
+        if waiting_for_retry(&w.record, now) {
+            return self.defer(w).await;
+        }
+        if kind != BindKind::Attach {
+            let intent = outcome::begin_bind(w.record.clone(), kind, now)?;
+            if intent != w.record {
+                self.save(w, intent, RunEffect::None).await?;
+            }
+        }
+        let result = match self.client(&w.record.provider_id).await {
+            Ok(client) => self.call_bind(&client, w, kind, now).await,
+            Err(e) => Err(e),
+        };
+        let now = self.now();
+        let next = match &result {
+            Ok(handle) => {
+                tracing::info!(sandbox_id = %handle.r#ref.sandbox_id, "sandbox ready");
+                Next::plain(outcome::bind_succeeded(w.record.clone(), kind, handle)?)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "{} failed", kind.as_str());
+                self.forget_client_on(&w.record.provider_id, e);
+                outcome::bind_failed(w.record.clone(), kind, e, now, jitter())?
+            }
+        };
+        self.commit(w, next).await
+    }
+
+    async fn call_bind(
+        &self,
+        client: &ProviderClient,
+        w: &Work,
+        kind: BindKind,
+        now: DateTime<Utc>,
+    ) -> Result<SandboxHandle, ProviderCallError> {
+        let record = &w.record;
+        let opts = self.call_options(w);
+        let key = || {
+            record
+                .bind_idempotency_key
+                .clone()
+                .unwrap_or_else(|| outcome::bind_idempotency_key(record, kind))
+        };
+        match kind {
+            BindKind::Provision => {
+                let req = ProvisionRequest {
+                    spec: record.sandbox_spec.clone(),
+                    owner_run_id: w.run.id.to_string(),
+                    tenant_id: w.tenant_id.clone(),
+                    idempotency_key: key(),
+                    context: self.context(w, now, self.timeouts.provision),
+                };
+                client.provision(&req, &opts).await
+            }
+            BindKind::Restore => {
+                let checkpoint = record.sandbox_checkpoint.clone().ok_or_else(|| {
+                    ProviderCallError::Config("the record holds no checkpoint".into())
+                })?;
+                let req = RestoreRequest {
+                    checkpoint,
+                    spec: record.sandbox_spec.clone(),
+                    owner_run_id: w.run.id.to_string(),
+                    idempotency_key: key(),
+                    context: self.context(w, now, self.timeouts.restore),
+                };
+                client.restore(&req, &opts).await
+            }
+            BindKind::Attach => {
+                let sandbox_id = record
+                    .sandbox_ref
+                    .as_ref()
+                    .map(|r| r.sandbox_id.clone())
+                    .ok_or_else(|| {
+                        ProviderCallError::Config("the record names no sandbox".into())
+                    })?;
+                let req = AttachRequest {
+                    context: self.context(w, now, self.timeouts.attach),
+                };
+                client.attach(&sandbox_id, &req, &opts).await
+            }
+        }
+    }
+
+    /// Writes an outcome, deciding first whether the record is due again now: level-triggered,
+    /// so a crash right after this write leaves the next step to whoever claims the run.
+    async fn commit(&self, w: &mut Work, next: Next) -> Result<Step, CoordinatorError> {
+        let Next { mut record, effect } = next;
+        let fails = matches!(effect, RunEffect::Fail { .. }) && !w.run.state.is_terminal();
+        let run_state = if fails { RunState::Failed } else { w.run.state };
+        let now = self.now();
+        if !waiting_for_retry(&record, now) {
+            record.due_at = match w.plan(&record, run_state) {
+                Action::Idle => None,
+                Action::Block { .. } if record.state == ResourceState::ReleaseBlocked => None,
+                // A sandbox just bound for a resuming run is what the runtime waits for; attaching
+                // again would only bump the generation.
+                Action::Attach if record.state == ResourceState::Active => None,
+                _ => Some(now),
+            };
+        }
+        self.save(w, record, effect).await?;
+        if fails {
+            w.run.state = RunState::Failed;
+            return Ok(Step::Stop(Processed::RunFailed));
+        }
+        match w.record.due_at {
+            Some(t) if t <= now => Ok(Step::Continue),
+            _ => Ok(Step::Stop(Processed::Settled)),
+        }
+    }
+
+    async fn save(
+        &self,
+        w: &mut Work,
+        record: ExecutionResourceRecord,
+        effect: RunEffect,
+    ) -> Result<(), CoordinatorError> {
+        let saved = self
+            .store
+            .save_resource(&w.run.id, w.token, &record, effect)
+            .await?;
+        if saved.state != w.record.state {
+            tracing::info!(from = %w.record.state, to = %saved.state, "execution resource moved");
+        }
+        w.record = saved;
+        Ok(())
+    }
+
+    /// A plan the state machine refuses is a bug, not a reason to spin: keep the record and
+    /// look again later.
+    async fn park_on_invalid_transition(
+        &self,
+        w: &mut Work,
+        e: ResourceTransitionError,
+    ) -> Result<Step, CoordinatorError> {
+        tracing::error!(error = %e, "the plan asked for a transition the state machine refuses");
+        let mut record = w.record.clone();
+        let at = self.now() + chrono::Duration::seconds(60);
+        record.due_at = Some(at);
+        record.error = Some(crate::providers::wire::ProviderError {
+            code: "resource.invalid_transition".into(),
+            category: "internal".into(),
+            message: e.to_string(),
+            retryable: true,
+        });
+        self.save(w, record, RunEffect::None).await?;
+        Ok(Step::Stop(Processed::Settled))
+    }
+
+    fn context(&self, w: &Work, now: DateTime<Utc>, timeout: Duration) -> RequestContext {
+        RequestContext {
+            actor: self.actor.clone(),
+            trace_id: Some(w.trace_id.clone()),
+            deadline: chrono::Duration::from_std(timeout)
+                .ok()
+                .and_then(|d| now.checked_add_signed(d)),
+            fencing_token: Some(w.token),
+        }
+    }
+
+    fn call_options(&self, w: &Work) -> CallOptions {
+        CallOptions {
+            request_id: Some(format!("{}-{}", w.trace_id, w.step)),
+            timeout: None,
+        }
+    }
+
+    async fn client(&self, provider_id: &str) -> Result<ProviderClient, ProviderCallError> {
+        {
+            let cache = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(c) = cache.get(provider_id) {
+                if c.fetched.elapsed() < CLIENT_CACHE_TTL {
+                    return Ok(c.client.clone());
+                }
+            }
+        }
+        let record = self
+            .store
+            .get_provider(provider_id)
+            .await
+            .map_err(|e| ProviderCallError::Unreachable(format!("reading the provider: {e}")))?
+            .ok_or_else(|| {
+                ProviderCallError::Config(format!("provider `{provider_id}` is not registered"))
+            })?;
+        let client = registry::client_for(&record)?;
+        let mut cache = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        cache.insert(
+            provider_id.to_owned(),
+            CachedClient {
+                client: client.clone(),
+                fetched: Instant::now(),
+            },
+        );
+        Ok(client)
+    }
+
+    /// A provider that cannot be reached may have moved: read its registration again next time.
+    fn forget_client_on(&self, provider_id: &str, e: &ProviderCallError) {
+        if matches!(
+            e,
+            ProviderCallError::Unreachable(_) | ProviderCallError::Config(_)
+        ) {
+            let mut cache = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+            cache.remove(provider_id);
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! N lifecycle workers per replica. Each claims one due run at a time, lets the coordinator
+//! work on it under a kept lease, and when idle waits for a work notification, the next
+//! due time or a fallback poll, whichever comes first.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::keeper::{keep_lease, LeaseEnd};
+use crate::lifecycle::coordinator::Coordinator;
+use crate::store::{LifecycleWork, Store};
+
+/// How many runs one `run_once` call claims at a time.
+pub const RUN_ONCE_BATCH: u32 = 16;
+const CLAIM_ERROR_BACKOFF: Duration = Duration::from_secs(1);
+/// Something due now but not claimable is leased by someone else, who wakes us when done.
+const MIN_IDLE_WAIT: Duration = Duration::from_millis(100);
+
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// Names this replica; worker `n` holds leases as `<replica_id>:w<n>` (holder names allow no `/`).
+    pub replica_id: String,
+    pub workers: usize,
+    pub lease_ttl: Duration,
+    /// The longest an idle worker sleeps without a notification.
+    pub fallback_poll: Duration,
+    /// How long in-flight work may run on after shutdown before it is dropped and its lease
+    /// handed back.
+    pub shutdown_grace: Duration,
+}
+
+impl PoolConfig {
+    pub fn new(replica_id: impl Into<String>, workers: usize, lease_ttl: Duration) -> Self {
+        Self {
+            replica_id: replica_id.into(),
+            workers,
+            lease_ttl,
+            fallback_poll: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+struct Shared {
+    coordinator: Arc<Coordinator>,
+    store: Store,
+    config: PoolConfig,
+}
+
+pub struct WorkerPool {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl WorkerPool {
+    /// Spawns `config.workers` workers that run until `shutdown` turns true.
+    pub fn start(
+        coordinator: Arc<Coordinator>,
+        store: Store,
+        config: PoolConfig,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        let shared = Arc::new(Shared {
+            coordinator,
+            store,
+            config,
+        });
+        let workers = (1..=shared.config.workers)
+            .map(|n| tokio::spawn(worker(shared.clone(), n, shutdown.clone())))
+            .collect();
+        Self { shared, workers }
+    }
+
+    /// Claims and processes whatever is due now, in batches, until nothing is; returns how
+    /// many runs were processed. For tests and tools that drive the lifecycle explicitly.
+    pub async fn run_once(&self) -> usize {
+        let holder = format!("{}:once", self.shared.config.replica_id);
+        let ttl = self.shared.ttl();
+        let claimed = match self
+            .shared
+            .store
+            .claim_lifecycle_work(&holder, RUN_ONCE_BATCH, ttl)
+            .await
+        {
+            Ok(items) => items,
+            Err(e) => {
+                tracing::warn!(error = %e, "claiming lifecycle work failed");
+                return 0;
+            }
+        };
+        let n = claimed.len();
+        let (_keep, never) = watch::channel(false);
+        futures::future::join_all(
+            claimed
+                .into_iter()
+                .map(|work| self.shared.run_item(work, never.clone())),
+        )
+        .await;
+        n
+    }
+
+    /// Waits for every worker to stop (after shutdown, once in-flight work is settled).
+    pub async fn join(self) {
+        for w in self.workers {
+            if let Err(e) = w.await {
+                tracing::error!(error = %e, "a lifecycle worker ended abnormally");
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn ttl(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.config.lease_ttl).unwrap_or(chrono::Duration::seconds(30))
+    }
+
+    /// Processes one leased run while its lease is kept; drops the work if the lease cannot be
+    /// kept, or if shutdown outlasts the grace period (then the lease is handed back).
+    async fn run_item(&self, work: LifecycleWork, shutdown: watch::Receiver<bool>) {
+        let run_id = work.run.id.clone();
+        let lease = work.lease.clone();
+        let grace = self.config.shutdown_grace;
+        let stopping = async move {
+            stopped(shutdown).await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::select! {
+            r = self.coordinator.process(work) => match r {
+                Ok(done) => tracing::debug!(run_id = %run_id, outcome = ?done, "lifecycle work done"),
+                Err(e) => tracing::warn!(run_id = %run_id, error = %e, "lifecycle work failed"),
+            },
+            end = keep_lease(&self.store, &lease, self.config.lease_ttl) => {
+                tracing::warn!(run_id = %run_id, why = ?end, "lease not kept: lifecycle work dropped");
+                if end == LeaseEnd::Expiring {
+                    self.hand_back(&run_id, lease.fencing_token).await;
+                }
+            }
+            _ = stopping => {
+                tracing::warn!(run_id = %run_id, "shutting down: lifecycle work dropped, lease handed back");
+                self.hand_back(&run_id, lease.fencing_token).await;
+            }
+        }
+    }
+
+    async fn hand_back(&self, run_id: &crate::domain::RunId, token: i64) {
+        if let Err(e) = self.store.release_lease(run_id, token).await {
+            tracing::warn!(run_id = %run_id, error = %e, "could not hand the lease back");
+        }
+    }
+
+    /// How long an idle worker may sleep: until the next due record, at most the fallback.
+    async fn idle_wait(&self) -> Duration {
+        let fallback = self.config.fallback_poll;
+        match self.store.next_lifecycle_due().await {
+            Ok(Some(at)) => (at - self.store.now())
+                .to_std()
+                .unwrap_or(Duration::ZERO)
+                .min(fallback),
+            Ok(None) => fallback,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the next due time failed");
+                fallback
+            }
+        }
+    }
+}
+
+/// Resolves once shutdown is requested (or its sender is gone).
+async fn stopped(mut shutdown: watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+async fn worker(shared: Arc<Shared>, n: usize, shutdown: watch::Receiver<bool>) {
+    let holder = format!("{}:w{n}", shared.config.replica_id);
+    let ttl = shared.ttl();
+    let mut wake = shared.store.hub().subscribe_work();
+    let mut wake_open = true;
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        wake.borrow_and_update();
+        let wait = match shared.store.claim_lifecycle_work(&holder, 1, ttl).await {
+            Ok(items) if !items.is_empty() => {
+                for work in items {
+                    shared.run_item(work, shutdown.clone()).await;
+                }
+                continue;
+            }
+            Ok(_) => shared.idle_wait().await,
+            Err(e) => {
+                tracing::warn!(holder = %holder, error = %e, "claiming lifecycle work failed");
+                CLAIM_ERROR_BACKOFF
+            }
+        };
+        tokio::select! {
+            changed = wake.changed(), if wake_open => wake_open = changed.is_ok(),
+            _ = tokio::time::sleep(wait.max(MIN_IDLE_WAIT)) => {}
+            _ = stopped(shutdown.clone()) => {}
+        }
+    }
+    tracing::debug!(holder = %holder, "lifecycle worker stopped");
+}
