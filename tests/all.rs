@@ -1,3 +1,4 @@
 //! One integration test binary (one link step) holding every integration suite.
 
+mod api;
 mod common;
