@@ -7,4 +7,5 @@ mod fencing;
 mod idempotency;
 mod openapi;
 mod replicas;
+mod scale;
 mod shutdown;

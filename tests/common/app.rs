@@ -42,6 +42,7 @@ pub struct TestApp {
     pub runtime: String,
     trigger: ShutdownTrigger,
     server: Option<JoinHandle<Result<(), AppError>>>,
+    _db: Option<db::TestDb>,
 }
 
 impl TestApp {
@@ -50,9 +51,12 @@ impl TestApp {
     }
 
     pub async fn spawn_with(backend: Backend, opts: Options) -> TestApp {
-        let database_url = match opts.database_url {
-            Some(url) => url,
-            None => db::fresh_url(backend).await,
+        let (database_url, db) = match opts.database_url {
+            Some(url) => (url, None),
+            None => {
+                let (url, db) = db::fresh_url(backend).await;
+                (url, Some(db))
+            }
         };
         let mut config = Config::with_database(database_url.clone());
         config.listen = "127.0.0.1:0".parse().unwrap();
@@ -89,6 +93,7 @@ impl TestApp {
             runtime,
             trigger,
             server: Some(server),
+            _db: db,
         }
     }
 
