@@ -1,9 +1,23 @@
+use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{Store, StoreResult};
+use sqlx::any::AnyPoolOptions;
+use sqlx::migrate::Migrator;
+use sqlx::AnyConnection;
+use sqlx::{Executor, Row};
+
+use super::{Backend, Inner, Store, StoreError, StoreResult};
 use crate::clock::Clock;
+use crate::domain::validate::ValidationError;
 use crate::metrics::Metrics;
 use crate::notify::ChangeHub;
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
+
+const SQLITE_READERS: u32 = 4;
+const POSTGRES_CONNECTIONS: u32 = 16;
 
 impl Store {
     /// Opens the pools for `url` (`sqlite://path` — the file and its folder are created if
@@ -15,20 +29,211 @@ impl Store {
         hub: Arc<ChangeHub>,
         metrics: Arc<Metrics>,
     ) -> StoreResult<Store> {
-        todo!()
+        sqlx::any::install_default_drivers();
+        let (backend, write, read) = match backend_of(url)? {
+            Backend::Sqlite => {
+                let (path, url) = sqlite_target(url)?;
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    tokio::fs::create_dir_all(dir)
+                        .await
+                        .map_err(|e| StoreError::Unavailable(format!("{}: {e}", dir.display())))?;
+                }
+                let write = AnyPoolOptions::new()
+                    .max_connections(1)
+                    .after_connect(|conn, _| Box::pin(sqlite_writer_pragmas(conn)))
+                    .connect(&url)
+                    .await?;
+                let read = AnyPoolOptions::new()
+                    .max_connections(SQLITE_READERS)
+                    .after_connect(|conn, _| Box::pin(sqlite_reader_pragmas(conn)))
+                    .connect(&url)
+                    .await?;
+                (Backend::Sqlite, write, read)
+            }
+            Backend::Postgres => {
+                let pool = AnyPoolOptions::new()
+                    .max_connections(POSTGRES_CONNECTIONS)
+                    .connect(url)
+                    .await?;
+                (Backend::Postgres, pool.clone(), pool)
+            }
+        };
+        Ok(Store {
+            inner: Arc::new(Inner {
+                backend,
+                url: url.to_owned(),
+                write,
+                read,
+                clock,
+                hub,
+                metrics,
+            }),
+        })
+    }
+
+    fn migrator(&self) -> &'static Migrator {
+        match self.inner.backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        }
     }
 
     /// Applies the embedded migrations of this backend (`migrations/sqlite` or `migrations/postgres`).
     pub async fn migrate(&self) -> StoreResult<()> {
-        todo!()
+        self.migrator().run(&self.inner.write).await?;
+        Ok(())
     }
 
     /// Ok when the database answers and every embedded migration is applied.
     pub async fn check_ready(&self) -> StoreResult<()> {
-        todo!()
+        let applied: HashSet<i64> =
+            match sqlx::query("SELECT version FROM _sqlx_migrations WHERE success = TRUE")
+                .fetch_all(&self.inner.read)
+                .await
+            {
+                Ok(rows) => rows
+                    .iter()
+                    .map(|r| r.try_get::<i64, _>("version"))
+                    .collect::<Result<_, _>>()?,
+                Err(sqlx::Error::Database(e)) => {
+                    return Err(StoreError::Unavailable(format!(
+                        "migrations are not applied: {}",
+                        e.message()
+                    )))
+                }
+                Err(e) => return Err(e.into()),
+            };
+        let missing: Vec<String> = self
+            .migrator()
+            .iter()
+            .filter(|m| !applied.contains(&m.version))
+            .map(|m| m.version.to_string())
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(StoreError::Unavailable(format!(
+                "migrations not applied: {}",
+                missing.join(", ")
+            )))
+        }
     }
 
     pub async fn close(&self) {
-        todo!()
+        self.inner.write.close().await;
+        self.inner.read.close().await;
+    }
+}
+
+fn invalid_url(message: &str) -> StoreError {
+    StoreError::Invalid(ValidationError::new("database_url", message))
+}
+
+fn backend_of(url: &str) -> StoreResult<Backend> {
+    if url.starts_with("sqlite:") {
+        Ok(Backend::Sqlite)
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Backend::Postgres)
+    } else {
+        Err(invalid_url("must start with `sqlite://` or `postgres://`"))
+    }
+}
+
+/// The database file and the URL to open it with (`mode=rwc` unless a mode is given).
+fn sqlite_target(url: &str) -> StoreResult<(PathBuf, String)> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .unwrap_or(url);
+    let (path, params) = match rest.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (rest, None),
+    };
+    let in_memory = path.is_empty()
+        || path == ":memory:"
+        || params.is_some_and(|q| q.split('&').any(|kv| kv == "mode=memory"));
+    if in_memory {
+        return Err(invalid_url(
+            "an in-memory SQLite database is not supported; name a file",
+        ));
+    }
+    let has_mode = params.is_some_and(|q| q.split('&').any(|kv| kv.starts_with("mode=")));
+    let url = match (params, has_mode) {
+        (_, true) => url.to_owned(),
+        (Some(_), false) => format!("{url}&mode=rwc"),
+        (None, false) => format!("{url}?mode=rwc"),
+    };
+    Ok((PathBuf::from(percent_decode(path)), url))
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn sqlite_writer_pragmas(conn: &mut AnyConnection) -> Result<(), sqlx::Error> {
+    conn.execute("PRAGMA journal_mode = WAL").await?;
+    conn.execute("PRAGMA synchronous = NORMAL").await?;
+    conn.execute("PRAGMA busy_timeout = 5000").await?;
+    conn.execute("PRAGMA foreign_keys = ON").await?;
+    Ok(())
+}
+
+async fn sqlite_reader_pragmas(conn: &mut AnyConnection) -> Result<(), sqlx::Error> {
+    conn.execute("PRAGMA busy_timeout = 5000").await?;
+    conn.execute("PRAGMA foreign_keys = ON").await?;
+    conn.execute("PRAGMA query_only = ON").await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_urls_create_the_file_unless_told_otherwise() {
+        let (path, url) = sqlite_target("sqlite://data/sagents.db").unwrap();
+        assert_eq!(path, PathBuf::from("data/sagents.db"));
+        assert_eq!(url, "sqlite://data/sagents.db?mode=rwc");
+        let (path, url) = sqlite_target("sqlite:///tmp/a%20b.db?cache=private").unwrap();
+        assert_eq!(path, PathBuf::from("/tmp/a b.db"));
+        assert_eq!(url, "sqlite:///tmp/a%20b.db?cache=private&mode=rwc");
+        let (_, url) = sqlite_target("sqlite://x.db?mode=ro").unwrap();
+        assert_eq!(url, "sqlite://x.db?mode=ro");
+    }
+
+    #[test]
+    fn unsupported_urls_name_the_setting() {
+        for url in [
+            "sqlite::memory:",
+            "sqlite://?mode=memory",
+            "mysql://x",
+            "data.db",
+        ] {
+            let err = backend_of(url).and_then(|_| sqlite_target(url).map(|_| ()));
+            match err {
+                Err(StoreError::Invalid(e)) => assert_eq!(e.field, "database_url", "{url}"),
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            backend_of("postgresql://u@h/db").unwrap(),
+            Backend::Postgres
+        );
     }
 }

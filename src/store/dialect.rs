@@ -1,1 +1,193 @@
+//! The few places where SQLite and PostgreSQL need different SQL: how transactions begin,
+//! row locks, claiming due runs with a fencing token, and cross-replica notifications.
 
+use chrono::{DateTime, Utc};
+use sqlx::AnyConnection;
+use sqlx::{Any, Row, Transaction};
+
+use super::rows;
+use super::{Backend, Store, StoreResult};
+use crate::clock::to_millis;
+use crate::domain::run::RunState;
+use crate::domain::LeaseId;
+use crate::notify;
+
+/// A run that a claim has just leased.
+#[derive(Debug, Clone)]
+pub(super) struct LeasedRow {
+    pub run_id: String,
+    pub session_id: String,
+    pub prev_state: RunState,
+    /// The run had a lease before (it expired): this grant is a take-over.
+    pub had_lease: bool,
+    pub lease_id: String,
+    pub fencing_token: i64,
+}
+
+/// Due runs: claimable states, no live lease, no sandbox spec, optionally one tenant.
+const DUE_WHERE: &str = "r.state IN ('queued', 'running', 'resuming') \
+     AND r.sandbox_spec IS NULL \
+     AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= $1) \
+     AND ($2 IS NULL OR s.tenant_id = $2)";
+
+impl Store {
+    /// A write transaction: SQLite takes the write lock at once (no upgrade deadlocks).
+    pub(super) async fn begin_write(&self) -> StoreResult<Transaction<'static, Any>> {
+        Ok(match self.inner.backend {
+            Backend::Sqlite => self.inner.write.begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Postgres => self.inner.write.begin().await?,
+        })
+    }
+
+    /// A read-only transaction in which every query sees the same committed state.
+    pub(super) async fn begin_consistent_read(&self) -> StoreResult<Transaction<'static, Any>> {
+        Ok(match self.inner.backend {
+            Backend::Sqlite => self.inner.read.begin().await?,
+            Backend::Postgres => {
+                self.inner
+                    .read
+                    .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .await?
+            }
+        })
+    }
+
+    /// Appended to a `SELECT … FROM runs r …` that is about to be written to. SQLite needs
+    /// nothing (one writer); `NO KEY UPDATE` does not block foreign-key checks of inserts.
+    pub(super) fn lock_run(&self) -> &'static str {
+        match self.inner.backend {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR NO KEY UPDATE OF r",
+        }
+    }
+
+    pub(super) fn lock_job(&self) -> &'static str {
+        match self.inner.backend {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR NO KEY UPDATE OF j",
+        }
+    }
+
+    pub(super) fn lock_row(&self) -> &'static str {
+        match self.inner.backend {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR NO KEY UPDATE",
+        }
+    }
+
+    /// Leases up to `max` due runs, oldest first, each with a new lease id and fencing token.
+    pub(super) async fn lease_due_runs(
+        &self,
+        conn: &mut AnyConnection,
+        tenant: Option<&str>,
+        worker_id: &str,
+        max: u32,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<Vec<LeasedRow>> {
+        match self.inner.backend {
+            Backend::Postgres => {
+                let sql = format!(
+                    "WITH due AS (\
+                       SELECT r.id, r.state AS prev_state, r.lease_id AS prev_lease_id \
+                       FROM runs r JOIN sessions s ON s.id = r.session_id \
+                       WHERE {DUE_WHERE} \
+                       ORDER BY r.created_at, r.id LIMIT $3 \
+                       FOR NO KEY UPDATE OF r SKIP LOCKED) \
+                     UPDATE runs SET \
+                       lease_id = 'lea_' || replace(CAST(gen_random_uuid() AS TEXT), '-', ''), \
+                       lease_holder = $4, \
+                       fencing_token = nextval('fencing_tokens'), \
+                       lease_expires_at = $5 \
+                     FROM due WHERE runs.id = due.id \
+                     RETURNING runs.id, runs.session_id, due.prev_state, due.prev_lease_id, \
+                       runs.lease_id, runs.fencing_token"
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(to_millis(now))
+                    .bind(tenant)
+                    .bind(i64::from(max))
+                    .bind(worker_id)
+                    .bind(to_millis(expires_at))
+                    .fetch_all(&mut *conn)
+                    .await?;
+                rows.iter()
+                    .map(|row| {
+                        Ok(LeasedRow {
+                            run_id: rows::text(row, "id")?,
+                            session_id: rows::text(row, "session_id")?,
+                            prev_state: rows::enumeration(row, "prev_state")?,
+                            had_lease: rows::opt_text(row, "prev_lease_id")?.is_some(),
+                            lease_id: rows::text(row, "lease_id")?,
+                            fencing_token: rows::int(row, "fencing_token")?,
+                        })
+                    })
+                    .collect()
+            }
+            Backend::Sqlite => {
+                // The transaction already holds the only write lock, so select-then-update
+                // cannot race with another claimer.
+                let sql = format!(
+                    "SELECT r.id, r.session_id, r.state AS prev_state, r.lease_id AS prev_lease_id \
+                     FROM runs r JOIN sessions s ON s.id = r.session_id \
+                     WHERE {DUE_WHERE} ORDER BY r.created_at, r.id LIMIT $3"
+                );
+                let due = sqlx::query(&sql)
+                    .bind(to_millis(now))
+                    .bind(tenant)
+                    .bind(i64::from(max))
+                    .fetch_all(&mut *conn)
+                    .await?;
+                let mut leased = Vec::with_capacity(due.len());
+                for row in &due {
+                    let run_id = rows::text(row, "id")?;
+                    let token: i64 = sqlx::query(
+                        "UPDATE counters SET value = value + 1 \
+                         WHERE name = 'fencing_token' RETURNING value",
+                    )
+                    .fetch_one(&mut *conn)
+                    .await?
+                    .try_get("value")?;
+                    let lease_id = LeaseId::new().to_string();
+                    sqlx::query(
+                        "UPDATE runs SET lease_id = $2, lease_holder = $3, fencing_token = $4, \
+                         lease_expires_at = $5 WHERE id = $1",
+                    )
+                    .bind(&run_id)
+                    .bind(&lease_id)
+                    .bind(worker_id)
+                    .bind(token)
+                    .bind(to_millis(expires_at))
+                    .execute(&mut *conn)
+                    .await?;
+                    leased.push(LeasedRow {
+                        run_id,
+                        session_id: rows::text(row, "session_id")?,
+                        prev_state: rows::enumeration(row, "prev_state")?,
+                        had_lease: rows::opt_text(row, "prev_lease_id")?.is_some(),
+                        lease_id,
+                        fencing_token: token,
+                    });
+                }
+                Ok(leased)
+            }
+        }
+    }
+
+    /// PostgreSQL only: queues a notification that the database delivers to every replica
+    /// when (and only if) the transaction commits.
+    pub(super) async fn notify_replicas(
+        &self,
+        conn: &mut AnyConnection,
+        payload: &str,
+    ) -> StoreResult<()> {
+        if self.inner.backend == Backend::Postgres {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(notify::PG_CHANNEL)
+                .bind(payload)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+}

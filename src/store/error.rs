@@ -35,3 +35,103 @@ impl StoreError {
         }
     }
 }
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        map_sqlx(e)
+    }
+}
+
+/// The one place that decides what a database failure means to a caller.
+pub(super) fn map_sqlx(e: sqlx::Error) -> StoreError {
+    match e {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_) => StoreError::Unavailable(e.to_string()),
+        sqlx::Error::Database(db) => {
+            let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+            if is_transient(&code) {
+                StoreError::Unavailable(db.message().to_owned())
+            } else if db.is_unique_violation() {
+                StoreError::conflict(unique_code(db.constraint(), db.message()), db.message())
+            } else {
+                StoreError::Database(sqlx::Error::Database(db))
+            }
+        }
+        other => StoreError::Database(other),
+    }
+}
+
+/// SQLite BUSY/LOCKED (any extended code) and PostgreSQL connection, resource, shutdown,
+/// serialization and deadlock classes: retrying later may succeed.
+fn is_transient(code: &str) -> bool {
+    // PostgreSQL SQLSTATEs have five characters; SQLite result codes are shorter numbers.
+    if code.len() == 5 {
+        return matches!(
+            code,
+            "40001" | "40P01" | "55P03" | "57P01" | "57P02" | "57P03"
+        ) || code.starts_with("08")
+            || code.starts_with("53");
+    }
+    code.parse::<i64>().is_ok_and(|n| matches!(n & 0xff, 5 | 6))
+}
+
+fn unique_code(constraint: Option<&str>, message: &str) -> &'static str {
+    let names = format!("{} {message}", constraint.unwrap_or_default());
+    if names.contains("checkpoints") {
+        "checkpoint.sequence"
+    } else if names.contains("idempotency_keys") {
+        "idempotency.in_flight"
+    } else {
+        "resource.duplicate"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transient_codes() {
+        assert!(is_transient("5"));
+        assert!(is_transient("517"));
+        assert!(is_transient("6"));
+        assert!(is_transient("40P01"));
+        assert!(is_transient("08006"));
+        assert!(is_transient("53300"));
+        assert!(!is_transient("19"));
+        assert!(!is_transient("2067"));
+        assert!(!is_transient("23505"));
+        assert!(!is_transient("22005"));
+        assert!(!is_transient(""));
+    }
+
+    #[test]
+    fn unique_violations_get_a_specific_code() {
+        assert_eq!(
+            unique_code(
+                None,
+                "UNIQUE constraint failed: checkpoints.run_id, checkpoints.sequence"
+            ),
+            "checkpoint.sequence"
+        );
+        assert_eq!(
+            unique_code(Some("checkpoints_run_sequence"), "duplicate key"),
+            "checkpoint.sequence"
+        );
+        assert_eq!(
+            unique_code(Some("tokens_pkey"), "duplicate key"),
+            "resource.duplicate"
+        );
+        assert!(matches!(
+            map_sqlx(sqlx::Error::PoolTimedOut),
+            StoreError::Unavailable(_)
+        ));
+        assert!(matches!(
+            map_sqlx(sqlx::Error::RowNotFound),
+            StoreError::Database(_)
+        ));
+    }
+}

@@ -2,8 +2,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::rows;
+use super::sessions::find_session;
 use super::{Store, StoreResult};
 use crate::domain::SessionId;
+
+const MAX_EVENTS: u32 = 1000;
 
 /// One entry of the durable per-session audit log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -25,6 +29,19 @@ impl Store {
         after: i64,
         limit: u32,
     ) -> StoreResult<Vec<SessionEvent>> {
-        todo!()
+        let mut conn = self.inner.read.acquire().await?;
+        find_session(&mut conn, tenant, session_id.as_str()).await?;
+        sqlx::query(
+            "SELECT session_id, sequence, type, data, created_at FROM session_events \
+             WHERE session_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
+        )
+        .bind(session_id.as_str())
+        .bind(after)
+        .bind(i64::from(limit.min(MAX_EVENTS)))
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(rows::event)
+        .collect()
     }
 }

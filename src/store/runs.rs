@@ -1,7 +1,14 @@
-use super::{Store, StoreResult};
+use serde_json::json;
+
+use super::rows::{self, OpenSuspension};
+use super::sessions::find_session;
+use super::{Store, StoreError, StoreResult};
+use crate::clock::to_millis;
 use crate::domain::commands::CreateRun;
-use crate::domain::run::Run;
+use crate::domain::run::{Run, RunEvent};
+use crate::domain::validate::ValidationError;
 use crate::domain::{RunId, SessionId};
+use crate::providers::spec::SpecError;
 
 impl Store {
     /// Creates a `queued` run (the spec is already validated by the caller). The session must
@@ -14,11 +21,72 @@ impl Store {
         session_id: &SessionId,
         cmd: &CreateRun,
     ) -> StoreResult<Run> {
-        todo!()
+        cmd.validate()?;
+        let spec = match &cmd.sandbox_spec {
+            Some(spec) => {
+                spec.validate().map_err(|e| match e {
+                    SpecError::Invalid(e) => e,
+                    SpecError::Unsupported(_) => {
+                        ValidationError::new("sandbox_spec.spec_version", e.to_string())
+                    }
+                })?;
+                Some(rows::to_json(spec)?)
+            }
+            None => None,
+        };
+        let mut tx = self.write_tx().await?;
+        let result: StoreResult<_> = async {
+            find_session(tx.conn(), Some(tenant), session_id.as_str()).await?;
+            if let Some(parent) = &cmd.parent_run_id {
+                let same_session = self
+                    .load_run(tx.conn(), parent.as_str(), false)
+                    .await?
+                    .is_some_and(|p| &p.run.session_id == session_id);
+                if !same_session {
+                    return Err(ValidationError::new(
+                        "parent_run_id",
+                        "must name a run of the same session",
+                    )
+                    .into());
+                }
+            }
+            let id = RunId::new();
+            let sql = format!(
+                "INSERT INTO runs (id, session_id, parent_run_id, state, resolved_spec_hash, \
+                 sandbox_spec, input, revision, created_at, updated_at) \
+                 VALUES ($1, $2, $3, 'queued', $4, $5, $6, 1, $7, $7) RETURNING {}",
+                rows::RUN_RETURNING
+            );
+            let row = sqlx::query(&sql)
+                .bind(id.as_str())
+                .bind(session_id.as_str())
+                .bind(cmd.parent_run_id.as_ref().map(|p| p.as_str()))
+                .bind(&cmd.resolved_spec_hash)
+                .bind(spec)
+                .bind(rows::to_json(&cmd.input)?)
+                .bind(to_millis(tx.now))
+                .fetch_one(tx.conn())
+                .await?;
+            let run = rows::run(&row)?;
+            tx.visible(session_id.as_str());
+            tx.event(
+                session_id.as_str(),
+                "run.created",
+                json!({ "run_id": run.id, "parent_run_id": run.parent_run_id }),
+            );
+            tx.work();
+            Ok(run)
+        }
+        .await;
+        tx.finish(self, result).await
     }
 
     pub async fn get_run(&self, tenant: Option<&str>, run_id: &RunId) -> StoreResult<Run> {
-        todo!()
+        let mut conn = self.inner.read.acquire().await?;
+        let rec = self
+            .visible_run(&mut conn, tenant, run_id.as_str(), false)
+            .await?;
+        Ok(rec.run)
     }
 
     /// Frontend cancel: any non-terminal run → `cancelled` (a terminal one → `Conflict`
@@ -30,7 +98,25 @@ impl Store {
         session_id: &SessionId,
         run_id: &RunId,
     ) -> StoreResult<Run> {
-        todo!()
+        let mut tx = self.write_tx().await?;
+        let result: StoreResult<_> = async {
+            let rec = self
+                .visible_run(tx.conn(), tenant, run_id.as_str(), true)
+                .await?;
+            if &rec.run.session_id != session_id {
+                return Err(StoreError::NotFound("run"));
+            }
+            let to = rec.run.state.apply(RunEvent::Cancel).map_err(|_| {
+                StoreError::conflict(
+                    "run.terminal",
+                    format!("the run is already {}", rec.run.state),
+                )
+            })?;
+            let run = self.finish_run(&mut tx, &rec, to, None, None).await?;
+            Ok(run)
+        }
+        .await;
+        tx.finish(self, result).await
     }
 
     /// Explicit resume of a `suspended` run whose suspension has no pending interaction
@@ -43,6 +129,79 @@ impl Store {
         run_id: &RunId,
         resolved_by: &str,
     ) -> StoreResult<Run> {
-        todo!()
+        let mut tx = self.write_tx().await?;
+        let result: StoreResult<_> = async {
+            let rec = self
+                .visible_run(tx.conn(), tenant, run_id.as_str(), true)
+                .await?;
+            if &rec.run.session_id != session_id {
+                return Err(StoreError::NotFound("run"));
+            }
+            let to = rec.run.state.apply(RunEvent::Resume).map_err(|_| {
+                StoreError::conflict(
+                    "run.not_suspended",
+                    format!(
+                        "only a suspended run can be resumed; this run is {}",
+                        rec.run.state
+                    ),
+                )
+            })?;
+            let suspension = self.open_suspension(&mut tx, run_id.as_str()).await?;
+            if let Some(OpenSuspension {
+                interaction_id: Some(interaction_id),
+                ..
+            }) = &suspension
+            {
+                let pending =
+                    sqlx::query("SELECT id FROM interactions WHERE id = $1 AND status = 'pending'")
+                        .bind(interaction_id.as_str())
+                        .fetch_optional(tx.conn())
+                        .await?;
+                if pending.is_some() {
+                    return Err(StoreError::conflict(
+                        "interaction.pending",
+                        format!(
+                            "the run waits for interaction {interaction_id}: reply to it instead"
+                        ),
+                    ));
+                }
+            }
+            if let Some(s) = &suspension {
+                sqlx::query("UPDATE suspensions SET status = 'resolving' WHERE id = $1")
+                    .bind(s.id.as_str())
+                    .execute(tx.conn())
+                    .await?;
+            }
+            let run = self.set_run_state(&mut tx, &rec, to, None, None).await?;
+            tx.event(
+                session_id.as_str(),
+                "run.resuming",
+                json!({
+                    "run_id": run.id,
+                    "suspension_id": suspension.as_ref().map(|s| s.id.as_str()),
+                    "resolved_by": resolved_by,
+                }),
+            );
+            tx.work();
+            Ok(run)
+        }
+        .await;
+        tx.finish(self, result).await
+    }
+
+    /// The run's `pending` suspension, if any.
+    pub(super) async fn open_suspension(
+        &self,
+        tx: &mut super::tx::WriteTx,
+        run_id: &str,
+    ) -> StoreResult<Option<OpenSuspension>> {
+        let row = sqlx::query(
+            "SELECT id, interaction_id FROM suspensions WHERE run_id = $1 AND status = 'pending' \
+             ORDER BY requested_at DESC, id DESC LIMIT 1",
+        )
+        .bind(run_id)
+        .fetch_optional(tx.conn())
+        .await?;
+        row.as_ref().map(rows::open_suspension).transpose()
     }
 }

@@ -1,29 +1,148 @@
-use super::{Store, StoreResult};
+use serde_json::json;
+use sqlx::AnyConnection;
+
+use super::rows::{self, SESSION_COLS};
+use super::{Store, StoreError, StoreResult};
+use crate::clock::to_millis;
 use crate::domain::commands::CreateSession;
 use crate::domain::session::Session;
 use crate::domain::snapshot::Snapshot;
+use crate::domain::validate::{self, ValidationError};
 use crate::domain::SessionId;
+
+/// Whether a caller scoped to `tenant` (None: admin) may see something owned by `owner`.
+pub(super) fn sees(tenant: Option<&str>, owner: &str) -> bool {
+    tenant.is_none_or(|t| t == owner)
+}
+
+/// The session, if it exists and the caller may see it.
+pub(super) async fn find_session(
+    conn: &mut AnyConnection,
+    tenant: Option<&str>,
+    id: &str,
+) -> StoreResult<Session> {
+    let sql = format!("SELECT {SESSION_COLS} FROM sessions s WHERE s.id = $1");
+    let row = sqlx::query(&sql).bind(id).fetch_optional(conn).await?;
+    match row {
+        Some(row) => {
+            let session = rows::session(&row)?;
+            if sees(tenant, &session.tenant_id) {
+                Ok(session)
+            } else {
+                Err(StoreError::NotFound("session"))
+            }
+        }
+        None => Err(StoreError::NotFound("session")),
+    }
+}
 
 impl Store {
     /// Creates a session at revision 1. A `parent_session_id` must name a session of the
     /// same tenant (`Invalid` on `parent_session_id` otherwise).
     pub async fn create_session(&self, tenant: &str, cmd: &CreateSession) -> StoreResult<Session> {
-        todo!()
+        validate::name("tenant", tenant)?;
+        cmd.validate()?;
+        let mut tx = self.write_tx().await?;
+        let result: StoreResult<_> = async {
+            if let Some(parent) = &cmd.parent_session_id {
+                match find_session(tx.conn(), Some(tenant), parent.as_str()).await {
+                    Ok(_) => {}
+                    Err(StoreError::NotFound(_)) => {
+                        return Err(ValidationError::new(
+                            "parent_session_id",
+                            "must name an existing session of the same tenant",
+                        )
+                        .into())
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            let session = Session {
+                id: SessionId::new(),
+                tenant_id: tenant.to_owned(),
+                title: cmd.title.clone(),
+                metadata: cmd.metadata.clone(),
+                parent_session_id: cmd.parent_session_id.clone(),
+                revision: 1,
+                created_at: tx.now,
+                updated_at: tx.now,
+            };
+            sqlx::query(
+                "INSERT INTO sessions (id, tenant_id, title, metadata, parent_session_id, revision, \
+                 event_seq, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 1, 0, $6, $6)",
+            )
+            .bind(session.id.as_str())
+            .bind(&session.tenant_id)
+            .bind(session.title.as_deref())
+            .bind(rows::to_json(&session.metadata)?)
+            .bind(session.parent_session_id.as_ref().map(|p| p.as_str()))
+            .bind(to_millis(tx.now))
+            .execute(tx.conn())
+            .await?;
+            tx.event(
+                session.id.as_str(),
+                "session.created",
+                json!({ "session_id": session.id }),
+            );
+            Ok(session)
+        }
+        .await;
+        tx.finish(self, result).await
     }
 
     /// `tenant: None` means an admin caller that sees every tenant.
     pub async fn get_session(&self, tenant: Option<&str>, id: &SessionId) -> StoreResult<Session> {
-        todo!()
+        let mut conn = self.inner.read.acquire().await?;
+        find_session(&mut conn, tenant, id.as_str()).await
     }
 
     /// The current revision only: the cheap path behind `304 Not Modified`.
     pub async fn session_revision(&self, tenant: Option<&str>, id: &SessionId) -> StoreResult<i64> {
-        todo!()
+        let row = sqlx::query(
+            "SELECT revision FROM sessions WHERE id = $1 AND ($2 IS NULL OR tenant_id = $2)",
+        )
+        .bind(id.as_str())
+        .bind(tenant)
+        .fetch_optional(&self.inner.read)
+        .await?;
+        match row {
+            Some(row) => rows::int(&row, "revision"),
+            None => Err(StoreError::NotFound("session")),
+        }
     }
 
     /// The snapshot, read in one consistent read transaction. Runs are ordered by
     /// creation, pending interactions by request time then id.
     pub async fn snapshot(&self, tenant: Option<&str>, id: &SessionId) -> StoreResult<Snapshot> {
-        todo!()
+        let mut tx = self.begin_consistent_read().await?;
+        let session = find_session(&mut tx, tenant, id.as_str()).await?;
+        let runs = sqlx::query(
+            "SELECT r.id, r.parent_run_id, r.state, r.created_at, r.updated_at FROM runs r \
+             WHERE r.session_id = $1 ORDER BY r.created_at, r.id",
+        )
+        .bind(id.as_str())
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(rows::snapshot_run)
+        .collect::<StoreResult<Vec<_>>>()?;
+        let sql = format!(
+            "SELECT {} FROM interactions i WHERE i.session_id = $1 AND i.status = 'pending' \
+             ORDER BY i.requested_at, i.id",
+            rows::INTERACTION_COLS
+        );
+        let pending_interactions = sqlx::query(&sql)
+            .bind(id.as_str())
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(rows::pending_interaction)
+            .collect::<StoreResult<Vec<_>>>()?;
+        tx.commit().await?;
+        Ok(Snapshot {
+            session: rows::snapshot_session(session),
+            runs,
+            pending_interactions,
+        })
     }
 }

@@ -1,5 +1,8 @@
-use super::{Store, StoreResult};
-use crate::domain::token::{Principal, Role, TokenInfo};
+use super::rows::{self, TOKEN_COLS};
+use super::{Store, StoreError, StoreResult};
+use crate::clock::to_millis;
+use crate::domain::token::{new_secret, Principal, Role, TokenInfo};
+use crate::domain::validate::{self, ValidationError};
 use crate::domain::TokenId;
 
 impl Store {
@@ -11,20 +14,90 @@ impl Store {
         role: Role,
         tenant: Option<&str>,
     ) -> StoreResult<(TokenInfo, String)> {
-        todo!()
+        match (role, tenant) {
+            (Role::Admin, Some(_)) => {
+                return Err(ValidationError::new(
+                    "tenant",
+                    "admin tokens are not bound to a tenant",
+                )
+                .into())
+            }
+            (Role::Frontend | Role::Runtime, None) => {
+                return Err(ValidationError::new(
+                    "tenant",
+                    "is required for frontend and runtime tokens",
+                )
+                .into())
+            }
+            (_, Some(t)) => validate::name("tenant", t)?,
+            (Role::Admin, None) => {}
+        }
+        let (secret, hash) = new_secret();
+        let info = TokenInfo {
+            id: TokenId::new(),
+            role,
+            tenant_id: tenant.map(str::to_owned),
+            created_at: self.now(),
+            revoked_at: None,
+        };
+        sqlx::query(
+            "INSERT INTO tokens (id, role, tenant_id, secret_hash, created_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(info.id.as_str())
+        .bind(role.as_str())
+        .bind(info.tenant_id.as_deref())
+        .bind(&hash)
+        .bind(to_millis(info.created_at))
+        .execute(&self.inner.write)
+        .await?;
+        Ok((info, secret))
     }
 
     /// The principal of an unrevoked token with this secret hash.
     pub async fn authenticate(&self, secret_hash: &str) -> StoreResult<Option<Principal>> {
-        todo!()
+        let sql = format!(
+            "SELECT {TOKEN_COLS} FROM tokens WHERE secret_hash = $1 AND revoked_at IS NULL"
+        );
+        let row = sqlx::query(&sql)
+            .bind(secret_hash)
+            .fetch_optional(&self.inner.read)
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let info = rows::token(&row)?;
+        Ok(Some(Principal {
+            token_id: info.id,
+            role: info.role,
+            tenant_id: info.tenant_id,
+        }))
     }
 
     pub async fn list_tokens(&self) -> StoreResult<Vec<TokenInfo>> {
-        todo!()
+        let sql = format!("SELECT {TOKEN_COLS} FROM tokens ORDER BY created_at, id");
+        sqlx::query(&sql)
+            .fetch_all(&self.inner.read)
+            .await?
+            .iter()
+            .map(rows::token)
+            .collect()
     }
 
     /// Marks the token revoked (`NotFound("token")` if unknown); revoking twice is a no-op.
     pub async fn revoke_token(&self, id: &TokenId) -> StoreResult<TokenInfo> {
-        todo!()
+        let sql = format!(
+            "UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 \
+             RETURNING {TOKEN_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(id.as_str())
+            .bind(to_millis(self.now()))
+            .fetch_optional(&self.inner.write)
+            .await?;
+        match row {
+            Some(row) => rows::token(&row),
+            None => Err(StoreError::NotFound("token")),
+        }
     }
 }

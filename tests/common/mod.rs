@@ -3,3 +3,4 @@
 
 pub mod app;
 pub mod db;
+pub mod pg;

@@ -1,0 +1,178 @@
+//! The store suite: every test runs against SQLite and against PostgreSQL.
+
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use sagents::clock::ManualClock;
+use sagents::domain::claim::Claim;
+use sagents::domain::commands::{
+    CreateRun, CreateSession, NewCheckpoint, NewInteraction, ReplyInteraction, SuspendRun,
+};
+use sagents::domain::interaction::{InteractionType, SuspensionReason};
+use sagents::domain::run::Run;
+use sagents::domain::session::Session;
+use sagents::domain::snapshot::Snapshot;
+use sagents::domain::RunId;
+use sagents::store::{Backend, Store};
+use serde_json::json;
+
+use crate::common::db::{self, TestDb};
+
+/// `both!(a, b)` runs `async fn a(backend: Backend)` once per backend:
+/// `store::<file>::sqlite::a` and `store::<file>::postgres::a`.
+macro_rules! both {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(sagents::store::Backend::Sqlite).await
+                }
+            )+
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(sagents::store::Backend::Postgres).await
+                }
+            )+
+        }
+    };
+}
+
+mod admin;
+mod claims;
+mod cycle;
+mod jobs;
+mod replicas;
+mod replies;
+mod sessions;
+
+pub const TTL: i64 = 30;
+
+pub fn ttl() -> Duration {
+    Duration::seconds(TTL)
+}
+
+/// A store on a fresh database with a clock that only moves when told to.
+pub struct Fx {
+    pub store: Store,
+    pub clock: ManualClock,
+    _db: TestDb,
+}
+
+pub async fn fx(backend: Backend) -> Fx {
+    let clock = ManualClock::new(Utc::now());
+    let (store, db) = db::store(backend, Arc::new(clock.clone())).await;
+    Fx {
+        store,
+        clock,
+        _db: db,
+    }
+}
+
+impl Fx {
+    pub fn advance(&self, seconds: i64) {
+        self.clock.advance(Duration::seconds(seconds));
+    }
+
+    pub async fn session(&self, tenant: &str) -> Session {
+        self.store
+            .create_session(
+                tenant,
+                &CreateSession {
+                    title: Some("a session".into()),
+                    metadata: json!({ "k": "v" }),
+                    parent_session_id: None,
+                },
+            )
+            .await
+            .unwrap()
+    }
+
+    pub async fn run(&self, session: &Session) -> Run {
+        self.store
+            .create_run(&session.tenant_id, &session.id, &run_cmd(None))
+            .await
+            .unwrap()
+    }
+
+    pub async fn snapshot(&self, session: &Session) -> Snapshot {
+        self.store
+            .snapshot(Some(&session.tenant_id), &session.id)
+            .await
+            .unwrap()
+    }
+
+    /// Claims exactly one run and returns it.
+    pub async fn claim_one(&self, tenant: &str) -> Claim {
+        let mut claims = self
+            .store
+            .claim_runs(Some(tenant), "worker-1", 1, ttl())
+            .await
+            .unwrap();
+        assert_eq!(claims.len(), 1, "expected one claim");
+        claims.remove(0)
+    }
+
+    /// A run that is `suspended` with a pending approval; returns the run id and the claim
+    /// that suspended it.
+    pub async fn suspended(&self, session: &Session, interaction: bool) -> (RunId, Claim) {
+        self.run(session).await;
+        let claim = self.claim_one(&session.tenant_id).await;
+        self.store
+            .suspend_run(
+                Some(&session.tenant_id),
+                &claim.run.id,
+                &suspend_cmd(claim.lease.fencing_token, 1, interaction),
+            )
+            .await
+            .unwrap();
+        (claim.run.id.clone(), claim)
+    }
+}
+
+pub fn hash(c: char) -> String {
+    format!("sha256:{}", c.to_string().repeat(64))
+}
+
+pub fn run_cmd(parent: Option<RunId>) -> CreateRun {
+    CreateRun {
+        parent_run_id: parent,
+        sandbox_spec: None,
+        resolved_spec_hash: hash('a'),
+        input: json!({ "prompt": "hello" }),
+    }
+}
+
+pub fn suspend_cmd(token: i64, sequence: i64, interaction: bool) -> SuspendRun {
+    SuspendRun {
+        fencing_token: token,
+        reason: if interaction {
+            SuspensionReason::ApprovalRequired
+        } else {
+            SuspensionReason::ManualPause
+        },
+        checkpoint: NewCheckpoint {
+            codec_version: "v1".into(),
+            sequence,
+            state: json!({ "step": sequence }),
+            resolved_spec_hash: hash('a'),
+        },
+        interaction: interaction.then(|| NewInteraction {
+            interaction_type: InteractionType::Approval,
+            allowed_decisions: vec!["approve".into(), "deny".into()],
+            payload: json!({ "command": "rm -rf build" }),
+            expires_at: None,
+        }),
+    }
+}
+
+pub fn reply(decision: &str) -> ReplyInteraction {
+    ReplyInteraction {
+        decision: decision.into(),
+        payload: json!({ "note": "ok" }),
+        expected_revision: None,
+    }
+}
