@@ -147,7 +147,9 @@ impl Application {
             }
         };
         tracing::info!(%local_addr, "listening");
-        let served = axum::serve(listener, router)
+        // A make-service clones the router by reference count; serving the router itself
+        // would rebuild its route table for every connection.
+        let served = axum::serve(listener, router.into_make_service())
             .with_graceful_shutdown(signal)
             .await;
         trigger.trigger();

@@ -11,6 +11,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
+use super::strict::Strict;
 use crate::app::AppState;
 use crate::domain::ids::IdParseError;
 
@@ -104,7 +105,7 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<
 /// Strict JSON: syntax errors → 400 with line and column; shape errors → 422 naming the field.
 pub fn parse_json<T: Command>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = match serde_path_to_error::deserialize::<_, T>(&mut de) {
+    let value = match serde_path_to_error::deserialize::<_, T>(Strict(&mut de)) {
         Ok(v) => v,
         Err(err) if !err.inner().is_data() => return Err(malformed(err.inner())),
         Err(err) => {
@@ -176,6 +177,30 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
                 let message = err.inner().to_string();
                 ApiError::invalid(field_of(&err.path().to_string(), &message), message)
             })
+    }
+}
+
+/// The `If-None-Match` header, if any.
+#[derive(Debug)]
+pub struct IfNoneMatch(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IfNoneMatch {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        match parts.headers.get(header::IF_NONE_MATCH) {
+            None => Ok(IfNoneMatch(None)),
+            Some(v) => v
+                .to_str()
+                .map(|v| IfNoneMatch(Some(v.to_owned())))
+                .map_err(|_| {
+                    ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        "request.bad_header",
+                        "If-None-Match must be visible ASCII",
+                    )
+                }),
+        }
     }
 }
 

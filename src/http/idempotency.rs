@@ -25,7 +25,8 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
     if req.method() != Method::POST || !req.headers().contains_key(&IDEMPOTENCY_KEY) {
         return next.run(req).await;
     }
-    match handle(state, req, next).await {
+    // Boxed so that requests without a key do not carry this path's state.
+    match Box::pin(handle(state, req, next)).await {
         Ok(res) | Err(res) => res,
     }
 }

@@ -13,7 +13,7 @@ use tower_http::trace::{MakeSpan, OnFailure, OnResponse};
 use tracing::Span;
 
 use super::error::{ApiError, PROBLEM_JSON};
-use super::request_id::RequestId;
+use super::request_id::{self, RequestId};
 use crate::app::AppState;
 
 pub const UNMATCHED_ROUTE: &str = "unmatched";
@@ -25,23 +25,32 @@ fn route_of<B>(req: &axum::http::Request<B>) -> String {
         .unwrap_or_else(|| UNMATCHED_ROUTE.to_owned())
 }
 
-/// Counts requests by method, matched route and status, with their latency.
-pub async fn observe(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let method = req.method().as_str().to_owned();
+/// The outer envelope of every request, in one layer so a waiting request holds one small
+/// future: the request id (kept or generated, echoed, in problem bodies), problem bodies
+/// for framework errors, and the request metrics.
+pub async fn envelope(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let method = req.method().clone();
     let route = route_of(&req);
     let started = Instant::now();
-    let res = next.run(req).await;
-    state
-        .metrics
-        .http
-        .observe(&method, &route, res.status().as_u16(), started.elapsed());
+    let id = request_id::assign(&mut req);
+    let mut res = request_id::scope(id.clone(), async move {
+        let res = next.run(req).await;
+        problem_body(res)
+    })
+    .await;
+    request_id::echo(&mut res, &id);
+    state.metrics.http.observe(
+        method.as_str(),
+        &route,
+        res.status().as_u16(),
+        started.elapsed(),
+    );
     res
 }
 
-/// Gives every error response that is not already a problem (405 from the router, a
-/// framework rejection) a problem body with a stable code.
-pub async fn problem_bodies(req: Request, next: Next) -> Response {
-    let res = next.run(req).await;
+/// Gives an error response that is not already a problem (405 from the router, a framework
+/// rejection) a problem body with a stable code.
+fn problem_body(res: Response) -> Response {
     let status = res.status();
     let is_problem = res
         .headers()

@@ -17,9 +17,10 @@ pub mod request_id;
 pub mod runs;
 pub mod runtime;
 pub mod sessions;
+pub mod strict;
 
 use axum::extract::DefaultBodyLimit;
-use axum::middleware::{from_fn, from_fn_with_state};
+use axum::middleware::from_fn_with_state;
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
@@ -58,15 +59,13 @@ pub fn router(state: AppState) -> Router {
         .fallback(layers::fallback)
         .layer(from_fn_with_state(state.clone(), idempotency::layer))
         .layer(CatchPanicLayer::custom(layers::panic_response))
-        .layer(from_fn(layers::problem_bodies))
-        .layer(from_fn_with_state(state.clone(), layers::observe))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(RequestSpan)
                 .on_response(RequestSpan)
                 .on_failure(RequestSpan),
         )
-        .layer(from_fn(request_id::layer))
+        .layer(from_fn_with_state(state.clone(), layers::envelope))
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)
 }

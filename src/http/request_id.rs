@@ -3,7 +3,6 @@
 
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue};
-use axum::middleware::Next;
 use axum::response::Response;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -28,7 +27,8 @@ fn is_sane(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
 }
 
-pub async fn layer(mut req: Request, next: Next) -> Response {
+/// Picks the request's id (the client's when sane) and records it on the request.
+pub fn assign(req: &mut Request) -> String {
     let id = req
         .headers()
         .get(&REQUEST_ID)
@@ -40,11 +40,18 @@ pub async fn layer(mut req: Request, next: Next) -> Response {
         req.headers_mut().insert(REQUEST_ID, value);
     }
     req.extensions_mut().insert(RequestId(id.clone()));
-    let mut res = CURRENT.scope(id.clone(), next.run(req)).await;
-    if let Ok(value) = HeaderValue::from_str(&id) {
+    id
+}
+
+/// Runs `fut` with `id` as the current request id.
+pub async fn scope<F: std::future::Future>(id: String, fut: F) -> F::Output {
+    CURRENT.scope(id, fut).await
+}
+
+pub fn echo(res: &mut Response, id: &str) {
+    if let Ok(value) = HeaderValue::from_str(id) {
         res.headers_mut().insert(REQUEST_ID, value);
     }
-    res
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use super::auth::Frontend;
 use super::commands::check_wait;
 use super::error::{ApiError, Problem};
-use super::extract::{ApiJson, ApiQuery, PathIds};
+use super::extract::{ApiJson, ApiQuery, IfNoneMatch, PathIds};
 use crate::app::AppState;
 use crate::domain::commands::CreateSession;
 use crate::domain::session::Session;
@@ -85,7 +85,7 @@ async fn get_snapshot(
     auth: Frontend,
     ids: PathIds,
     ApiQuery(query): ApiQuery<SnapshotQuery>,
-    headers: HeaderMap,
+    IfNoneMatch(if_none_match): IfNoneMatch,
 ) -> Result<Response, ApiError> {
     let session_id: SessionId = ids.get("session_id")?;
     check_wait(
@@ -93,16 +93,6 @@ async fn get_snapshot(
         query.wait_seconds,
         state.config.long_poll_max_seconds,
     )?;
-    let if_none_match = match headers.get(header::IF_NONE_MATCH) {
-        Some(v) => Some(v.to_str().map_err(|_| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "request.bad_header",
-                "If-None-Match must be visible ASCII",
-            )
-        })?),
-        None => None,
-    };
     let outcome = read_snapshot(
         &state.store,
         &state.shutdown,
@@ -110,7 +100,7 @@ async fn get_snapshot(
         SnapshotRead {
             tenant: auth.scope(),
             session_id: &session_id,
-            if_none_match,
+            if_none_match: if_none_match.as_deref(),
             wait: Duration::from_secs(query.wait_seconds.unwrap_or(0).into()),
         },
     )

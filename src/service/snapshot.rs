@@ -67,9 +67,9 @@ pub async fn read_snapshot(
     if if_none_match_matches(inm, revision) {
         Ok(SnapshotOutcome::NotModified { revision })
     } else {
-        Ok(SnapshotOutcome::Current(
-            store.snapshot(q.tenant, q.session_id).await?,
-        ))
+        // Boxed: a waiting request should not carry this read's state while it waits.
+        let snapshot = Box::pin(store.snapshot(q.tenant, q.session_id)).await?;
+        Ok(SnapshotOutcome::Current(snapshot))
     }
 }
 

@@ -280,7 +280,7 @@ async fn open_paths_request_ids_and_metrics(backend: Backend) {
     assert!(text.contains(
         "sagents_http_requests_total{method=\"GET\",route=\"/v1/sessions/{session_id}/snapshot\",status=\"404\"} 1"
     ), "{text}");
-    assert!(text.contains("sagents_http_request_duration_seconds_bucket{method=\"GET\",route=\"/healthz\",le=\"+Inf\"} 1"));
+    assert!(text.contains("sagents_http_request_duration_seconds_bucket{method=\"GET\",route=\"/healthz\",le=\"+Inf\"} 2"));
     assert!(text.contains("sagents_lease_claims_total"));
     app.stop().await;
 }

@@ -414,6 +414,7 @@ async fn bad_input_is_refused_and_changes_nothing(backend: Backend) {
             req = req.body(case.body.clone());
         }
         let res = req.send().await.unwrap();
+        eprintln!("case: {}", case.name);
         let problem = expect_problem(res, case.status, case.code, case.field).await;
         if case.code == "request.malformed_json" {
             let detail = problem["detail"].as_str().unwrap();

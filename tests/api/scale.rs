@@ -10,7 +10,9 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
 const WAITERS: usize = 10_000;
-const MAX_RSS_GROWTH_MB: u64 = 100;
+/// Measured: about 24 KB per waiting request, of which about 14 KB is hyper's own
+/// per-connection and per-request floor (read buffer, parsed request, connection task).
+const MAX_RSS_GROWTH_MB: u64 = 300;
 
 struct Server(Child);
 
