@@ -167,18 +167,21 @@ fn sqlite_target(url: &str) -> StoreResult<(PathBuf, String)> {
 }
 
 fn percent_decode(s: &str) -> String {
+    let hex = |b: &u8| (*b as char).to_digit(16);
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
-                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+        let escaped = (bytes[i] == b'%')
+            .then(|| Some(bytes.get(i + 1).and_then(hex)? * 16 + bytes.get(i + 2).and_then(hex)?))
+            .flatten();
+        match escaped {
+            Some(byte) => {
+                out.push(byte as u8);
                 i += 3;
             }
-            (b, _, _) => {
-                out.push(b);
+            None => {
+                out.push(bytes[i]);
                 i += 1;
             }
         }
@@ -213,8 +216,11 @@ mod tests {
         let (path, url) = sqlite_target("sqlite:///tmp/a%20b.db?cache=private").unwrap();
         assert_eq!(path, PathBuf::from("/tmp/a b.db"));
         assert_eq!(url, "sqlite:///tmp/a%20b.db?cache=private&mode=rwc");
-        let (_, url) = sqlite_target("sqlite://x.db?mode=ro").unwrap();
+        let (path, url) = sqlite_target("sqlite://x.db?mode=ro").unwrap();
+        assert_eq!(path, PathBuf::from("x.db"));
         assert_eq!(url, "sqlite://x.db?mode=ro");
+        assert_eq!(percent_decode("a%2"), "a%2");
+        assert_eq!(percent_decode("%41%zz"), "A%zz");
     }
 
     #[test]

@@ -82,8 +82,6 @@ fn unique_code(constraint: Option<&str>, message: &str) -> &'static str {
     let names = format!("{} {message}", constraint.unwrap_or_default());
     if names.contains("checkpoints") {
         "checkpoint.sequence"
-    } else if names.contains("idempotency_keys") {
-        "idempotency.in_flight"
     } else {
         "resource.duplicate"
     }
