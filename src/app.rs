@@ -69,8 +69,8 @@ impl Application {
         )
         .await?;
         store.migrate().await?;
-        let grant_secret = match &config.grant_secret {
-            Some(secret) => secret.clone(),
+        let grant_secret = match config.grant_secret.as_deref().filter(|s| !s.is_empty()) {
+            Some(secret) => secret.to_owned(),
             None => {
                 store
                     .setting_or_init("grant_secret", &random_secret())
