@@ -1,10 +1,15 @@
 //! SAgents lifecycle service.
 
+pub mod app;
 pub mod clock;
+pub mod config;
 pub mod domain;
+pub mod http;
 pub mod lifecycle;
 pub mod local_provider;
 pub mod metrics;
 pub mod notify;
 pub mod providers;
+pub mod service;
 pub mod store;
+pub mod telemetry;
