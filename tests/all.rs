@@ -1,5 +1,6 @@
 //! One integration test binary (one link step) holding every integration suite.
 
+mod api;
 mod common;
 mod provider;
 mod store;

@@ -120,9 +120,7 @@ mod tests {
     use super::*;
     use crate::domain::job::{ExecutionAffinity, JobState, PauseBehavior};
     use crate::domain::JobId;
-    use crate::providers::spec::{
-        LifecyclePolicy, ResolvedSandboxSpec, Resources, WorkspaceMode, SPEC_VERSION_V3,
-    };
+    use crate::providers::spec::{ResolvedSandboxSpec, WorkspaceMode};
     use crate::providers::wire::CheckpointRef;
     use chrono::Utc;
 
@@ -132,17 +130,7 @@ mod tests {
             generation: 1,
             provider_id: "local".into(),
             sandbox_ref: None,
-            sandbox_spec: ResolvedSandboxSpec {
-                spec_version: SPEC_VERSION_V3.into(),
-                provider_id: "local".into(),
-                spec_hash: format!("sha256:{}", "1".repeat(64)),
-                policy_hash: format!("sha256:{}", "2".repeat(64)),
-                workspace_mode: mode,
-                host_workspace: (mode == WorkspaceMode::ActiveWorkspace).then(|| "w".into()),
-                lifecycle: LifecyclePolicy::default(),
-                resources: Resources::default(),
-                metadata: serde_json::json!({}),
-            },
+            sandbox_spec: ResolvedSandboxSpec::example("local", mode),
             run_resolved_spec_hash: format!("sha256:{}", "3".repeat(64)),
             state,
             disposition: None,

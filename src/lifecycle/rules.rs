@@ -156,21 +156,11 @@ pub fn resume_plan(
 mod tests {
     use super::*;
     use crate::domain::job::JobState;
-    use crate::providers::spec::{LifecyclePolicy, Resources, WorkspaceMode, SPEC_VERSION_V3};
+    use crate::providers::spec::WorkspaceMode;
     use chrono::Utc;
 
     fn spec(mode: WorkspaceMode) -> ResolvedSandboxSpec {
-        ResolvedSandboxSpec {
-            spec_version: SPEC_VERSION_V3.into(),
-            provider_id: "local".into(),
-            spec_hash: format!("sha256:{}", "1".repeat(64)),
-            policy_hash: format!("sha256:{}", "2".repeat(64)),
-            workspace_mode: mode,
-            host_workspace: (mode == WorkspaceMode::ActiveWorkspace).then(|| "w".into()),
-            lifecycle: LifecyclePolicy::default(),
-            resources: Resources::default(),
-            metadata: serde_json::json!({}),
-        }
+        ResolvedSandboxSpec::example("local", mode)
     }
 
     fn job(affinity: ExecutionAffinity, pause: PauseBehavior, state: JobState) -> Job {

@@ -96,25 +96,89 @@ pub enum UnpackError {
     DigestMismatch,
 }
 
-/// Unpacks `archive` into `dir` (which must exist), checking the archive against `digest`.
-pub fn unpack(archive: &Path, dir: &Path, digest: Option<&str>) -> Result<(), UnpackError> {
+/// Chunks from the decompressing thread, read as one stream by the unpacking thread.
+struct ChannelReader {
+    rx: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    chunk: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.pos == self.chunk.len() {
+            match self.rx.recv() {
+                Ok(Ok(chunk)) => {
+                    self.chunk = chunk;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.pos);
+        buf[..n].copy_from_slice(&self.chunk[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Reads, hashes and decompresses `archive` on its own thread; returns the digest.
+fn decompress_into(
+    archive: &Path,
+    tx: std::sync::mpsc::SyncSender<io::Result<Vec<u8>>>,
+) -> io::Result<String> {
     let file = File::open(archive)?;
     let mut hashing = HashingReader {
         inner: file,
         hasher: Sha256::new(),
     };
     {
-        let decoder =
+        let mut decoder =
             zstd::stream::Decoder::with_buffer(BufReader::with_capacity(BUF, &mut hashing))?;
-        let mut tar = tar::Archive::new(decoder);
-        tar.set_preserve_permissions(true);
-        tar.set_preserve_mtime(true);
-        tar.set_unpack_xattrs(false);
-        tar.set_overwrite(true);
-        tar.unpack(dir)?;
+        loop {
+            let mut chunk = vec![0u8; BUF];
+            let n = decoder.read(&mut chunk)?;
+            if n == 0 {
+                break;
+            }
+            chunk.truncate(n);
+            if tx.send(Ok(chunk)).is_err() {
+                break;
+            }
+        }
     }
     io::copy(&mut hashing, &mut io::sink())?;
-    let got = format!("sha256:{}", hex::encode(hashing.hasher.finalize()));
+    Ok(format!("sha256:{}", hex::encode(hashing.hasher.finalize())))
+}
+
+/// Unpacks `archive` into `dir` (which must exist), checking the archive against `digest`.
+/// Decompression and file writing run on two threads, like `zstd -d | tar -x`.
+pub fn unpack(archive: &Path, dir: &Path, digest: Option<&str>) -> Result<(), UnpackError> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(16);
+    let source = archive.to_path_buf();
+    let decompressor = std::thread::spawn(move || {
+        let result = decompress_into(&source, tx.clone());
+        if let Err(e) = &result {
+            let _ = tx.send(Err(io::Error::new(e.kind(), e.to_string())));
+        }
+        result
+    });
+    let mut tar = tar::Archive::new(ChannelReader {
+        rx,
+        chunk: Vec::new(),
+        pos: 0,
+    });
+    tar.set_preserve_permissions(true);
+    tar.set_preserve_mtime(true);
+    tar.set_unpack_xattrs(false);
+    tar.set_overwrite(true);
+    let unpacked = tar.unpack(dir);
+    // Dropping the reader lets a still-sending decompressor stop.
+    drop(tar);
+    let got = decompressor
+        .join()
+        .map_err(|_| io::Error::other("the decompressing thread panicked"))??;
+    unpacked?;
     match digest {
         Some(want) if want != got => Err(UnpackError::DigestMismatch),
         _ => Ok(()),

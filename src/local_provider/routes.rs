@@ -38,7 +38,11 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for ApiJson<
             Err(JsonRejection::JsonDataError(e)) => {
                 Err(ApiError::invalid("validation.failed", e.body_text()))
             }
-            Err(e) => Err(ApiError::bad_request(e.body_text())),
+            Err(e) => {
+                let mut err = ApiError::bad_request(e.body_text());
+                err.status = e.status();
+                Err(err)
+            }
         }
     }
 }
@@ -53,6 +57,11 @@ pub fn router(state: AppState) -> Router {
         .route("/v3/sandboxes/{id}/exec", post(exec))
         .route("/v3/restores", post(restore))
         .fallback(|| async { ApiError::not_found("route", "this path").into_response() })
+        .method_not_allowed_fallback(|| async {
+            let mut e = ApiError::bad_request("this method is not allowed on this path");
+            e.status = StatusCode::METHOD_NOT_ALLOWED;
+            e.into_response()
+        })
         .layer(middleware::from_fn_with_state(state.clone(), auth))
         .with_state(state)
 }

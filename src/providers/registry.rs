@@ -100,6 +100,8 @@ pub enum RegistryError {
     CapabilitiesInvalid(String),
     #[error("the provider could not be reached: {0}")]
     Unreachable(String),
+    #[error("the provider refused the capability request (check the token): {0}")]
+    ProviderRefused(String),
     #[error("the stored capabilities of provider `{0}` are unreadable")]
     CorruptRecord(String),
     #[error(transparent)]
@@ -114,6 +116,7 @@ impl RegistryError {
             RegistryError::ApiVersionUnsupported(_) => "provider.api_version_unsupported",
             RegistryError::CapabilitiesInvalid(_) => "provider.capabilities_invalid",
             RegistryError::Unreachable(_) => "provider.unreachable",
+            RegistryError::ProviderRefused(_) => "provider.refused",
             RegistryError::CorruptRecord(_) => "provider.record_corrupt",
             RegistryError::Store(StoreError::Unavailable(_)) => "store.unavailable",
             RegistryError::Store(_) => "store.error",
@@ -124,7 +127,8 @@ impl RegistryError {
         match self {
             RegistryError::Invalid(_)
             | RegistryError::ApiVersionUnsupported(_)
-            | RegistryError::CapabilitiesInvalid(_) => RegistryErrorClass::Unprocessable,
+            | RegistryError::CapabilitiesInvalid(_)
+            | RegistryError::ProviderRefused(_) => RegistryErrorClass::Unprocessable,
             RegistryError::Unreachable(_) => RegistryErrorClass::BadGateway,
             RegistryError::Store(StoreError::Unavailable(_)) => RegistryErrorClass::Unavailable,
             RegistryError::Store(StoreError::Invalid(_)) => RegistryErrorClass::Unprocessable,
@@ -199,6 +203,7 @@ fn unreachable_or_refused(e: ProviderCallError) -> RegistryError {
         ProviderCallError::Refused { status: 404, .. } => RegistryError::ApiVersionUnsupported(
             "the provider has no `/v3/capabilities` endpoint".into(),
         ),
+        e @ ProviderCallError::Refused { .. } => RegistryError::ProviderRefused(e.to_string()),
         other => RegistryError::Unreachable(other.to_string()),
     }
 }

@@ -128,6 +128,21 @@ impl ResolvedSandboxSpec {
         Ok(())
     }
 
+    /// A valid spec with fixed example hashes, for demos and tests.
+    pub fn example(provider_id: &str, mode: WorkspaceMode) -> Self {
+        ResolvedSandboxSpec {
+            spec_version: SPEC_VERSION_V3.into(),
+            provider_id: provider_id.into(),
+            spec_hash: format!("sha256:{}", "1".repeat(64)),
+            policy_hash: format!("sha256:{}", "2".repeat(64)),
+            workspace_mode: mode,
+            host_workspace: (mode == WorkspaceMode::ActiveWorkspace).then(|| "proj".into()),
+            lifecycle: LifecyclePolicy::default(),
+            resources: Resources::default(),
+            metadata: empty_object(),
+        }
+    }
+
     /// The disposition for a safe pause (any reason but `policy_hold`).
     pub fn safe_pause_behavior(&self) -> ReleaseDisposition {
         self.lifecycle
@@ -150,18 +165,8 @@ impl ResolvedSandboxSpec {
 mod tests {
     use super::*;
 
-    pub(crate) fn spec(mode: WorkspaceMode) -> ResolvedSandboxSpec {
-        ResolvedSandboxSpec {
-            spec_version: SPEC_VERSION_V3.into(),
-            provider_id: "local".into(),
-            spec_hash: format!("sha256:{}", "1".repeat(64)),
-            policy_hash: format!("sha256:{}", "2".repeat(64)),
-            workspace_mode: mode,
-            host_workspace: (mode == WorkspaceMode::ActiveWorkspace).then(|| "proj".into()),
-            lifecycle: LifecyclePolicy::default(),
-            resources: Resources::default(),
-            metadata: empty_object(),
-        }
+    fn spec(mode: WorkspaceMode) -> ResolvedSandboxSpec {
+        ResolvedSandboxSpec::example("local", mode)
     }
 
     #[test]

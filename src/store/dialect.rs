@@ -24,11 +24,41 @@ pub(super) struct LeasedRow {
     pub fencing_token: i64,
 }
 
-/// Due runs: claimable states, no live lease, no sandbox spec, optionally one tenant.
-const DUE_WHERE: &str = "r.state IN ('queued', 'running', 'resuming') \
-     AND r.sandbox_spec IS NULL \
-     AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= $1) \
-     AND ($2 IS NULL OR s.tenant_id = $2)";
+/// Which runs a claim leases. Both kinds bind `$1` = now, `$2` = tenant (or NULL), `$3` = max.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DueRuns {
+    /// Runs a runtime may execute: claimable states, no live lease, and compute ready (no
+    /// sandbox spec, or a record that is `active` and not due). Oldest run first.
+    Runtime,
+    /// Runs whose execution-resource record is due and that have no live lease. Oldest
+    /// `due_at` first.
+    Lifecycle,
+}
+
+impl DueRuns {
+    /// `FROM …`, `WHERE …` and `ORDER BY …` of the due-run selection (run table alias `r`).
+    fn sql(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            DueRuns::Runtime => (
+                "runs r JOIN sessions s ON s.id = r.session_id",
+                "r.state IN ('queued', 'running', 'resuming') \
+                 AND (r.sandbox_spec IS NULL OR EXISTS (SELECT 1 FROM execution_resources e \
+                   WHERE e.run_id = r.id AND e.state = 'active' AND e.due_at IS NULL)) \
+                 AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= $1) \
+                 AND ($2 IS NULL OR s.tenant_id = $2)",
+                "r.created_at, r.id",
+            ),
+            DueRuns::Lifecycle => (
+                "execution_resources e JOIN runs r ON r.id = e.run_id \
+                 JOIN sessions s ON s.id = r.session_id",
+                "e.due_at IS NOT NULL AND e.due_at <= $1 \
+                 AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= $1) \
+                 AND ($2 IS NULL OR s.tenant_id = $2)",
+                "e.due_at, e.run_id",
+            ),
+        }
+    }
+}
 
 impl Store {
     /// A write transaction: SQLite takes the write lock at once (no upgrade deadlocks).
@@ -76,23 +106,24 @@ impl Store {
     }
 
     /// Leases up to `max` due runs, oldest first, each with a new lease id and fencing token.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn lease_due_runs(
         &self,
         conn: &mut AnyConnection,
+        due: DueRuns,
         tenant: Option<&str>,
         worker_id: &str,
         max: u32,
         now: DateTime<Utc>,
         expires_at: DateTime<Utc>,
     ) -> StoreResult<Vec<LeasedRow>> {
+        let (from, due_where, order) = due.sql();
         match self.inner.backend {
             Backend::Postgres => {
                 let sql = format!(
                     "WITH due AS (\
                        SELECT r.id, r.state AS prev_state, r.lease_id AS prev_lease_id \
-                       FROM runs r JOIN sessions s ON s.id = r.session_id \
-                       WHERE {DUE_WHERE} \
-                       ORDER BY r.created_at, r.id LIMIT $3 \
+                       FROM {from} WHERE {due_where} ORDER BY {order} LIMIT $3 \
                        FOR NO KEY UPDATE OF r SKIP LOCKED) \
                      UPDATE runs SET \
                        lease_id = 'lea_' || replace(CAST(gen_random_uuid() AS TEXT), '-', ''), \
@@ -129,8 +160,7 @@ impl Store {
                 // cannot race with another claimer.
                 let sql = format!(
                     "SELECT r.id, r.session_id, r.state AS prev_state, r.lease_id AS prev_lease_id \
-                     FROM runs r JOIN sessions s ON s.id = r.session_id \
-                     WHERE {DUE_WHERE} ORDER BY r.created_at, r.id LIMIT $3"
+                     FROM {from} WHERE {due_where} ORDER BY {order} LIMIT $3"
                 );
                 let due = sqlx::query(&sql)
                     .bind(to_millis(now))

@@ -144,6 +144,7 @@ impl Store {
             .execute(tx.conn())
             .await?;
             let run = self.set_run_state(&mut tx, &rec, to, None, None).await?;
+            self.resource_due(&mut tx, run.id.as_str()).await?;
             tx.visible(session_id.as_str());
             tx.event(
                 session_id.as_str(),

@@ -79,7 +79,8 @@ impl Store {
     }
 
     /// Not fenced (jobs outlive leases). Forward moves only: `Conflict` `job.finished` /
-    /// `job.invalid_transition` otherwise. Setting the current state again is a no-op.
+    /// `job.invalid_transition` otherwise. Setting the current state again is a no-op. A job
+    /// that finishes makes its run's `release_blocked` execution resource due.
     pub async fn update_job(
         &self,
         tenant: Option<&str>,
@@ -129,6 +130,9 @@ impl Store {
                 .bind(to_millis(tx.now))
                 .execute(tx.conn())
                 .await?;
+            if state.is_finished() {
+                self.resource_unblocked(&mut tx, run_id.as_str()).await?;
+            }
             tx.event(
                 &session_id,
                 "job.updated",

@@ -3,20 +3,22 @@ use std::sync::atomic::Ordering;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
+use super::dialect::DueRuns;
 use super::runops::{expected_hashes, invalid_state, latest_checkpoint, Outcome};
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
-use crate::domain::claim::{Claim, ClaimKind, Lease};
+use crate::domain::claim::{Claim, ClaimKind, ClaimSandbox, Lease};
 use crate::domain::commands::{CompleteRun, ConfirmResumed, FailRun, SuspendRun};
 use crate::domain::run::{Run, RunEvent, RunState};
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::{LeaseId, RunId};
+use crate::lifecycle::machine::ResourceState;
 
-const MAX_CLAIMS: u32 = 100;
+pub(super) const MAX_CLAIMS: u32 = 100;
 
 /// When a lease granted or renewed at `now` for `ttl` ends.
-fn lease_expiry(now: DateTime<Utc>, ttl: Duration) -> StoreResult<DateTime<Utc>> {
+pub(super) fn lease_expiry(now: DateTime<Utc>, ttl: Duration) -> StoreResult<DateTime<Utc>> {
     now.checked_add_signed(ttl)
         .filter(|_| ttl > Duration::zero())
         .ok_or_else(|| {
@@ -29,8 +31,10 @@ impl Store {
     /// lease: `queued` → `start` (state becomes `running`), `resuming` → `resume` (state stays
     /// `resuming`), a `running` run whose lease expired → taken over (`start`, or `resume`
     /// when it has a checkpoint). Each grant gets a new lease id and a fencing token from
-    /// the monotonic source, expiring `ttl` from now. Only runs without a sandbox spec are
-    /// ready for now. Oldest first. Counts claims and take-overs in the metrics.
+    /// the monotonic source, expiring `ttl` from now. A run with a sandbox spec is ready only
+    /// while its execution resource is `active` and not due; its claim carries the sandbox
+    /// ref and generation (the grant is minted by the caller). Oldest first. Counts claims
+    /// and take-overs in the metrics.
     pub async fn claim_runs(
         &self,
         tenant: Option<&str>,
@@ -90,7 +94,8 @@ impl Store {
     /// Fenced: `running` → `suspended` with a new checkpoint (its sequence must be greater than
     /// the last one's: `Conflict` `checkpoint.sequence`; its hash must equal the run's:
     /// `Invalid` on `checkpoint.resolved_spec_hash`), an optional pending interaction and a
-    /// `pending` suspension. Jobs with `cancel` become `killed`. The lease is handed back.
+    /// `pending` suspension. Jobs with `cancel` become `killed`. The lease is handed back and
+    /// the run's execution resource (if any) becomes due.
     pub async fn suspend_run(
         &self,
         tenant: Option<&str>,
@@ -149,6 +154,7 @@ impl Store {
                 .set_run_state(&mut tx, &rec, to, Some(cmd.fencing_token), None)
                 .await?;
             self.drop_lease(&mut tx, run_id.as_str()).await?;
+            self.resource_due(&mut tx, run_id.as_str()).await?;
             tx.event(
                 &session,
                 "run.suspended",
@@ -357,13 +363,32 @@ impl Store {
         let now = tx.now;
         let expires_at = lease_expiry(now, ttl)?;
         let leased = self
-            .lease_due_runs(tx.conn(), tenant, worker_id, max, now, expires_at)
+            .lease_due_runs(
+                tx.conn(),
+                DueRuns::Runtime,
+                tenant,
+                worker_id,
+                max,
+                now,
+                expires_at,
+            )
             .await?;
         let mut claims = Vec::with_capacity(leased.len());
         let mut takeovers = 0;
         for l in &leased {
             let Some(rec) = self.load_run(tx.conn(), &l.run_id, false).await? else {
                 return Err(StoreError::Database(sqlx::Error::RowNotFound));
+            };
+            let sandbox = match rec.run.sandbox_spec {
+                None => None,
+                Some(_) => match self.ready_sandbox(tx, &l.run_id).await? {
+                    Some(sandbox) => Some(sandbox),
+                    None => {
+                        // PostgreSQL re-checks only the locked run row: compute not ready.
+                        self.drop_lease(tx, &l.run_id).await?;
+                        continue;
+                    }
+                },
             };
             let checkpoint = latest_checkpoint(tx.conn(), &l.run_id).await?;
             let (kind, run) = match l.prev_state {
@@ -408,10 +433,32 @@ impl Store {
                     expires_at,
                 },
                 run,
-                sandbox: None,
+                sandbox,
             });
         }
         Ok((claims, takeovers))
+    }
+
+    /// The sandbox a runtime claim operates in, when the run's compute is ready: its record
+    /// is `active` and not due. The grant is left empty for the service to mint.
+    async fn ready_sandbox(
+        &self,
+        tx: &mut WriteTx,
+        run_id: &str,
+    ) -> StoreResult<Option<ClaimSandbox>> {
+        let record = self.load_resource(tx.conn(), run_id, false).await?;
+        let Some(record) =
+            record.filter(|r| r.state == ResourceState::Active && r.due_at.is_none())
+        else {
+            return Ok(None);
+        };
+        let sandbox_ref = serde_json::to_value(&record.sandbox_ref)
+            .map_err(|e| StoreError::Database(sqlx::Error::Encode(Box::new(e))))?;
+        Ok(Some(ClaimSandbox {
+            r#ref: sandbox_ref,
+            generation: record.generation,
+            grant: String::new(),
+        }))
     }
 }
 

@@ -14,6 +14,8 @@ mod interactions;
 mod jobs;
 mod leases;
 mod providers;
+mod resource_metrics;
+mod resource_ops;
 mod resources;
 mod rows;
 mod runops;
@@ -116,6 +118,7 @@ mod tests {
             &FailRun,
         ),
         job: &CreateJob,
+        record: &crate::lifecycle::record::ExecutionResourceRecord,
     ) {
         let (ses, run, int, job_id, lease) = ids;
         let ttl = chrono::Duration::seconds(1);
@@ -148,6 +151,12 @@ mod tests {
         send(&s.upsert_provider("p", "u", "t", &serde_json::Value::Null));
         send(&s.list_providers());
         send(&s.check_ready());
+        send(&s.claim_lifecycle_work("c", 1, ttl));
+        send(&s.next_lifecycle_due());
+        send(&s.save_resource(run, 1, record, RunEffect::None));
+        send(&s.release_lease(run, 1));
+        send(&s.get_resource(run));
+        send(&s.lifecycle_metrics());
         send(&Store::connect(
             "sqlite://x",
             s.clock().clone(),

@@ -1,13 +1,27 @@
+//! The coordinator's side of the store: claiming due lifecycle work under the per-run lease,
+//! fenced compare-and-set writes of the execution-resource record, and the operator's view.
+
+use std::sync::atomic::Ordering;
+
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use utoipa::ToSchema;
 
-use super::{Store, StoreResult};
+use super::dialect::DueRuns;
+use super::leases::{lease_expiry, MAX_CLAIMS};
+use super::resource_ops::lifecycle_event;
+use super::rows;
+use super::runops::Outcome;
+use super::tx::WriteTx;
+use super::{Store, StoreError, StoreResult};
+use crate::clock::to_millis;
 use crate::domain::claim::Lease;
 use crate::domain::interaction::Suspension;
 use crate::domain::job::Job;
-use crate::domain::run::Run;
-use crate::domain::RunId;
+use crate::domain::run::{Run, RunState};
+use crate::domain::validate::{self, ValidationError};
+use crate::domain::{LeaseId, RunId};
 use crate::lifecycle::machine::ResourceState;
 use crate::lifecycle::record::ExecutionResourceRecord;
 
@@ -73,12 +87,39 @@ impl Store {
         max: u32,
         ttl: Duration,
     ) -> StoreResult<Vec<LifecycleWork>> {
-        todo!()
+        validate::name("holder", holder)?;
+        let max = max.min(MAX_CLAIMS);
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let mut tx = self.write_tx().await?;
+        let result = self.grant_lifecycle_leases(&mut tx, holder, max, ttl).await;
+        let (mut work, takeovers) = tx.finish(self, result).await?;
+        let metrics = self.metrics();
+        metrics
+            .lease_claims
+            .fetch_add(work.len() as u64, Ordering::Relaxed);
+        metrics
+            .lease_takeovers
+            .fetch_add(takeovers, Ordering::Relaxed);
+        work.sort_by(|a, b| (a.record.due_at, &a.run.id).cmp(&(b.record.due_at, &b.run.id)));
+        Ok(work)
     }
 
     /// The earliest future `due_at` of any record, so an idle worker knows when to look again.
+    /// A due record whose run is still leased counts from the lease's expiry (a lease handed
+    /// back early publishes work instead).
     pub async fn next_lifecycle_due(&self) -> StoreResult<Option<DateTime<Utc>>> {
-        todo!()
+        let row = sqlx::query(
+            "SELECT MIN(CASE WHEN r.lease_expires_at IS NOT NULL AND r.lease_expires_at > e.due_at \
+               THEN r.lease_expires_at ELSE e.due_at END) AS next_at \
+             FROM execution_resources e JOIN runs r ON r.id = e.run_id \
+             WHERE e.due_at IS NOT NULL AND (e.due_at > $1 OR r.lease_expires_at > $1)",
+        )
+        .bind(to_millis(self.now()))
+        .fetch_one(&self.inner.read)
+        .await?;
+        rows::opt_time(&row, "next_at")
     }
 
     /// Writes `record` (every mutable field) if the run's lease is still held with
@@ -89,6 +130,10 @@ impl Store {
     /// when the state changes; when the record becomes `released`, every ancestor record
     /// that is `release_blocked` becomes due; publishes work when the record is due or
     /// became claimable by runtimes (`active` and not due).
+    ///
+    /// `provider_id`, `sandbox_spec` and `run_resolved_spec_hash` are fixed at creation and
+    /// not written. With `RunEffect::Fail` the run ends, which makes the record due again:
+    /// the returned record is the one stored.
     pub async fn save_resource(
         &self,
         run_id: &RunId,
@@ -96,20 +141,186 @@ impl Store {
         record: &ExecutionResourceRecord,
         effect: RunEffect,
     ) -> StoreResult<ExecutionResourceRecord> {
-        todo!()
+        check_record(run_id, record)?;
+        let mut tx = self.write_tx().await?;
+        let result = self
+            .save_resource_in(&mut tx, run_id, fencing_token, record, effect)
+            .await;
+        tx.finish(self, result).await
     }
 
     /// Hands back a lease if `fencing_token` still holds it (no-op otherwise).
     pub async fn release_lease(&self, run_id: &RunId, fencing_token: i64) -> StoreResult<()> {
-        todo!()
+        let mut tx = self.write_tx().await?;
+        let result: StoreResult<_> = async {
+            let done = sqlx::query(
+                "UPDATE runs SET lease_id = NULL, lease_holder = NULL, fencing_token = NULL, \
+                 lease_expires_at = NULL WHERE id = $1 AND fencing_token = $2",
+            )
+            .bind(run_id.as_str())
+            .bind(fencing_token)
+            .execute(tx.conn())
+            .await?;
+            if done.rows_affected() > 0 {
+                tx.work();
+            }
+            Ok(())
+        }
+        .await;
+        tx.finish(self, result).await
     }
 
     /// `NotFound("execution resource")` when the run has no record.
     pub async fn get_resource(&self, run_id: &RunId) -> StoreResult<ExecutionResourceRecord> {
-        todo!()
+        let mut conn = self.inner.read.acquire().await?;
+        self.load_resource(&mut conn, run_id.as_str(), false)
+            .await?
+            .ok_or(StoreError::NotFound("execution resource"))
+    }
+}
+
+fn check_record(run_id: &RunId, record: &ExecutionResourceRecord) -> StoreResult<()> {
+    if &record.run_id != run_id {
+        return Err(ValidationError::new("run_id", "the record belongs to another run").into());
+    }
+    if record.generation < 0 {
+        return Err(ValidationError::new("generation", "must not be negative").into());
+    }
+    if record.retry_count < 0 {
+        return Err(ValidationError::new("retry_count", "must not be negative").into());
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Leases due records' runs and gathers what the coordinator plans from; returns the
+    /// take-over count.
+    async fn grant_lifecycle_leases(
+        &self,
+        tx: &mut WriteTx,
+        holder: &str,
+        max: u32,
+        ttl: Duration,
+    ) -> StoreResult<(Vec<LifecycleWork>, u64)> {
+        let now = tx.now;
+        let expires_at = lease_expiry(now, ttl)?;
+        let leased = self
+            .lease_due_runs(
+                tx.conn(),
+                DueRuns::Lifecycle,
+                None,
+                holder,
+                max,
+                now,
+                expires_at,
+            )
+            .await?;
+        let mut work = Vec::with_capacity(leased.len());
+        let mut takeovers = 0;
+        for l in &leased {
+            // The record is read before what it depends on: a hook committing in between
+            // bumps its version, so a plan made from stale jobs or children cannot be saved.
+            let record = self.load_resource(tx.conn(), &l.run_id, false).await?;
+            let Some(record) = record.filter(|r| r.due_at.is_some_and(|due| due <= now)) else {
+                // PostgreSQL re-checks only the locked run row: a record settled meanwhile.
+                self.drop_lease(tx, &l.run_id).await?;
+                continue;
+            };
+            let Some(rec) = self.load_run(tx.conn(), &l.run_id, false).await? else {
+                return Err(StoreError::Database(sqlx::Error::RowNotFound));
+            };
+            let jobs = self.jobs_of(tx.conn(), &l.run_id).await?;
+            let descendants = self.descendant_resources(tx.conn(), &l.run_id).await?;
+            let suspension = self.latest_suspension(tx.conn(), &l.run_id).await?;
+            if l.had_lease {
+                takeovers += 1;
+                tx.event(
+                    &l.session_id,
+                    "lease.taken_over",
+                    json!({ "run_id": l.run_id, "state": rec.run.state, "worker_id": holder }),
+                );
+            }
+            work.push(LifecycleWork {
+                run: rec.run,
+                tenant_id: rec.tenant_id,
+                lease: Lease {
+                    lease_id: LeaseId::from_trusted(l.lease_id.clone()),
+                    fencing_token: l.fencing_token,
+                    expires_at,
+                },
+                record,
+                jobs,
+                descendants,
+                suspension,
+            });
+        }
+        Ok((work, takeovers))
     }
 
-    pub async fn lifecycle_metrics(&self) -> StoreResult<LifecycleMetrics> {
-        todo!()
+    async fn save_resource_in(
+        &self,
+        tx: &mut WriteTx,
+        run_id: &RunId,
+        fencing_token: i64,
+        record: &ExecutionResourceRecord,
+        effect: RunEffect,
+    ) -> StoreResult<ExecutionResourceRecord> {
+        let rec = self
+            .fenced_run(tx, None, run_id.as_str(), fencing_token)
+            .await?;
+        let current = self
+            .load_resource(tx.conn(), run_id.as_str(), true)
+            .await?
+            .ok_or(StoreError::NotFound("execution resource"))?;
+        if current.version != record.version {
+            return Err(StoreError::conflict(
+                "resource.version_conflict",
+                format!(
+                    "the execution resource is at version {}, not {}",
+                    current.version, record.version
+                ),
+            ));
+        }
+        let Some(saved) = self.write_resource(tx, record, fencing_token).await? else {
+            return Err(self.lease_lost());
+        };
+        if saved.state != current.state {
+            tx.event(
+                rec.run.session_id.as_str(),
+                lifecycle_event(saved.state),
+                json!({
+                    "run_id": run_id,
+                    "from": current.state,
+                    "state": saved.state,
+                    "generation": saved.generation,
+                    "provider_id": saved.provider_id,
+                    "disposition": saved.disposition,
+                    "error_code": saved.error.as_ref().map(|e| e.code.as_str()),
+                }),
+            );
+        }
+        if saved.state == ResourceState::Released && current.state != ResourceState::Released {
+            self.wake_ancestors(tx, run_id.as_str()).await?;
+        }
+        if saved.due_at.is_some() || saved.state == ResourceState::Active {
+            tx.work();
+        }
+        match effect {
+            RunEffect::Fail { code, message } if !rec.run.state.is_terminal() => {
+                let error = json!({ "code": code, "message": message });
+                self.finish_run(
+                    tx,
+                    &rec,
+                    RunState::Failed,
+                    Some(fencing_token),
+                    Some(Outcome::Error(&error)),
+                )
+                .await?;
+                self.load_resource(tx.conn(), run_id.as_str(), false)
+                    .await?
+                    .ok_or(StoreError::NotFound("execution resource"))
+            }
+            _ => Ok(saved),
+        }
     }
 }

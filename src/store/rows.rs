@@ -12,13 +12,16 @@ use super::{StoreError, StoreResult};
 use crate::clock::from_millis;
 use crate::domain::claim::LeaseState;
 use crate::domain::enums::EnumParseError;
-use crate::domain::interaction::{Checkpoint, InteractionRequest, InteractionStatus, Resolution};
+use crate::domain::interaction::{
+    Checkpoint, InteractionRequest, InteractionStatus, Resolution, Suspension,
+};
 use crate::domain::job::Job;
 use crate::domain::run::{Run, RunState};
 use crate::domain::session::Session;
 use crate::domain::snapshot::{PendingInteraction, SnapshotRun, SnapshotSession};
 use crate::domain::token::TokenInfo;
 use crate::domain::{CheckpointId, InteractionId, JobId, RunId, SessionId, SuspensionId, TokenId};
+use crate::lifecycle::record::ExecutionResourceRecord;
 
 pub(super) const SESSION_COLS: &str = "s.id, s.tenant_id, s.title, s.metadata, \
      s.parent_session_id, s.revision, s.created_at, s.updated_at";
@@ -50,6 +53,17 @@ pub(super) const TOKEN_COLS: &str = "id, role, tenant_id, created_at, revoked_at
 
 pub(super) const PROVIDER_COLS: &str =
     "provider_id, base_url, token, capabilities, created_at, updated_at";
+
+/// Every column of an execution-resource record (unqualified: usable in `RETURNING`).
+pub(super) const RESOURCE_COLS: &str = "run_id, generation, provider_id, sandbox_ref, \
+     sandbox_spec, run_resolved_spec_hash, state, disposition, sandbox_checkpoint, \
+     checkpoint_lost, suspension_id, suspension_reason, blocking_job_ids, \
+     blocking_child_run_ids, release_idempotency_key, release_purpose, release_requested_at, \
+     released_at, compute_released, bind_idempotency_key, retry_count, next_retry_at, due_at, \
+     error, version, updated_at";
+
+pub(super) const SUSPENSION_COLS: &str = "id, run_id, reason, status, checkpoint_id, \
+     interaction_id, requested_at, resolved_at";
 
 /// A run as the fenced writes need it: the run, its lease and its tenant.
 #[derive(Debug, Clone)]
@@ -125,6 +139,41 @@ where
     text(row, col)?
         .parse()
         .map_err(|e: EnumParseError| corrupt(col, e.to_string()))
+}
+
+/// A JSON TEXT column decoded into a typed value.
+pub(super) fn typed<T: serde::de::DeserializeOwned>(row: &AnyRow, col: &str) -> StoreResult<T> {
+    serde_json::from_value(json(row, col)?).map_err(|e| corrupt(col, e.to_string()))
+}
+
+pub(super) fn opt_typed<T: serde::de::DeserializeOwned>(
+    row: &AnyRow,
+    col: &str,
+) -> StoreResult<Option<T>> {
+    opt_json(row, col)?
+        .map(|v| serde_json::from_value(v).map_err(|e| corrupt(col, e.to_string())))
+        .transpose()
+}
+
+pub(super) fn opt_enumeration<T>(row: &AnyRow, col: &str) -> StoreResult<Option<T>>
+where
+    T: FromStr<Err = EnumParseError>,
+{
+    opt_text(row, col)?
+        .map(|v| {
+            v.parse()
+                .map_err(|e: EnumParseError| corrupt(col, e.to_string()))
+        })
+        .transpose()
+}
+
+/// A 0/1 column.
+pub(super) fn flag(row: &AnyRow, col: &str) -> StoreResult<bool> {
+    match int(row, col)? {
+        0 => Ok(false),
+        1 => Ok(true),
+        other => Err(corrupt(col, format!("{other} is not 0 or 1"))),
+    }
 }
 
 /// JSON text for a TEXT column.
@@ -307,5 +356,49 @@ pub(super) fn event(row: &AnyRow) -> StoreResult<SessionEvent> {
         r#type: text(row, "type")?,
         data: json(row, "data")?,
         created_at: time(row, "created_at")?,
+    })
+}
+
+pub(super) fn suspension(row: &AnyRow) -> StoreResult<Suspension> {
+    Ok(Suspension {
+        id: SuspensionId::from_trusted(text(row, "id")?),
+        run_id: RunId::from_trusted(text(row, "run_id")?),
+        reason: enumeration(row, "reason")?,
+        status: enumeration(row, "status")?,
+        checkpoint_id: CheckpointId::from_trusted(text(row, "checkpoint_id")?),
+        interaction_id: opt_text(row, "interaction_id")?.map(InteractionId::from_trusted),
+        requested_at: time(row, "requested_at")?,
+        resolved_at: opt_time(row, "resolved_at")?,
+    })
+}
+
+pub(super) fn resource(row: &AnyRow) -> StoreResult<ExecutionResourceRecord> {
+    Ok(ExecutionResourceRecord {
+        run_id: RunId::from_trusted(text(row, "run_id")?),
+        generation: int(row, "generation")?,
+        provider_id: text(row, "provider_id")?,
+        sandbox_ref: opt_typed(row, "sandbox_ref")?,
+        sandbox_spec: typed(row, "sandbox_spec")?,
+        run_resolved_spec_hash: text(row, "run_resolved_spec_hash")?,
+        state: enumeration(row, "state")?,
+        disposition: opt_enumeration(row, "disposition")?,
+        sandbox_checkpoint: opt_typed(row, "sandbox_checkpoint")?,
+        checkpoint_lost: flag(row, "checkpoint_lost")?,
+        suspension_id: opt_text(row, "suspension_id")?.map(SuspensionId::from_trusted),
+        suspension_reason: opt_enumeration(row, "suspension_reason")?,
+        blocking_job_ids: typed(row, "blocking_job_ids")?,
+        blocking_child_run_ids: typed(row, "blocking_child_run_ids")?,
+        release_idempotency_key: opt_text(row, "release_idempotency_key")?,
+        release_purpose: opt_enumeration(row, "release_purpose")?,
+        release_requested_at: opt_time(row, "release_requested_at")?,
+        released_at: opt_time(row, "released_at")?,
+        compute_released: flag(row, "compute_released")?,
+        bind_idempotency_key: opt_text(row, "bind_idempotency_key")?,
+        retry_count: int(row, "retry_count")?,
+        next_retry_at: opt_time(row, "next_retry_at")?,
+        due_at: opt_time(row, "due_at")?,
+        error: opt_typed(row, "error")?,
+        version: int(row, "version")?,
+        updated_at: time(row, "updated_at")?,
     })
 }

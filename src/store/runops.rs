@@ -164,7 +164,8 @@ impl Store {
     }
 
     /// Ends a run (`completed`, `failed` or `cancelled`): writes the state, drops the lease,
-    /// cancels its pending interactions and its open suspension, and logs it all.
+    /// makes its execution resource due (no compute outlives its run), cancels its pending
+    /// interactions and its open suspension, and logs it all.
     pub(super) async fn finish_run(
         &self,
         tx: &mut WriteTx,
@@ -175,6 +176,7 @@ impl Store {
     ) -> StoreResult<Run> {
         let run = self.set_run_state(tx, rec, to, fence, outcome).await?;
         self.drop_lease(tx, run.id.as_str()).await?;
+        self.resource_due(tx, run.id.as_str()).await?;
         let session = run.session_id.as_str().to_owned();
         let cancelled = sqlx::query(
             "UPDATE interactions SET status = 'cancelled', revision = revision + 1 \

@@ -13,8 +13,10 @@ use crate::providers::spec::SpecError;
 impl Store {
     /// Creates a `queued` run (the spec is already validated by the caller). The session must
     /// be visible to `tenant` (`NotFound("session")`); a `parent_run_id` must be a run of the
-    /// same session (`Invalid` on `parent_run_id`). Bumps the session revision, logs
-    /// `run.created`, publishes the session change and new work.
+    /// same session (`Invalid` on `parent_run_id`); a spec's provider must be registered
+    /// (`Invalid` on `sandbox_spec.provider_id`), and the run gets its execution-resource
+    /// record (`provisioning`, due now). Bumps the session revision, logs `run.created`,
+    /// publishes the session change and new work.
     pub async fn create_run(
         &self,
         tenant: &str,
@@ -37,6 +39,9 @@ impl Store {
         let mut tx = self.write_tx().await?;
         let result: StoreResult<_> = async {
             find_session(tx.conn(), Some(tenant), session_id.as_str()).await?;
+            if let Some(spec) = &cmd.sandbox_spec {
+                self.ensure_provider(tx.conn(), &spec.provider_id).await?;
+            }
             if let Some(parent) = &cmd.parent_run_id {
                 let same_session = self
                     .load_run(tx.conn(), parent.as_str(), false)
@@ -68,6 +73,10 @@ impl Store {
                 .fetch_one(tx.conn())
                 .await?;
             let run = rows::run(&row)?;
+            if let Some(spec) = &cmd.sandbox_spec {
+                self.insert_resource(&mut tx, &run.id, spec, &run.resolved_spec_hash)
+                    .await?;
+            }
             tx.visible(session_id.as_str());
             tx.event(
                 session_id.as_str(),
@@ -173,6 +182,7 @@ impl Store {
                     .await?;
             }
             let run = self.set_run_state(&mut tx, &rec, to, None, None).await?;
+            self.resource_due(&mut tx, run_id.as_str()).await?;
             tx.event(
                 session_id.as_str(),
                 "run.resuming",

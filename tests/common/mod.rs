@@ -1,5 +1,6 @@
 //! Shared test harness: throwaway databases and a spawned app per test.
 #![allow(dead_code)]
 
+pub mod app;
 pub mod db;
 pub mod pg;

@@ -6,6 +6,7 @@ mod conformance;
 mod faults;
 mod lifecycle;
 mod limits;
+mod registry;
 
 use sagents::local_provider::{self, Config, LocalProvider};
 use sagents::providers::client::{CallOptions, ProviderCallError, ProviderClient};

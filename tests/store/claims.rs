@@ -114,6 +114,10 @@ fn spec() -> ResolvedSandboxSpec {
 
 async fn runs_with_a_sandbox_spec_wait(backend: Backend) {
     let f = fx(backend).await;
+    f.store
+        .upsert_provider("local", "http://127.0.0.1:9/", "t", &json!({}))
+        .await
+        .unwrap();
     let s = f.session("acme").await;
     let mut cmd = run_cmd(None);
     cmd.sandbox_spec = Some(spec());

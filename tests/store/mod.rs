@@ -47,6 +47,7 @@ mod cycle;
 mod jobs;
 mod replicas;
 mod replies;
+mod resources;
 mod sessions;
 
 pub const TTL: i64 = 30;

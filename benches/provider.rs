@@ -1,0 +1,319 @@
+//! Snapshot and restore through the local provider's HTTP API against the command-line floor
+//! (`tar -cf - . | zstd -3` and `zstd -d | tar -xf -`, zstd's default single compression
+//! thread, same level), plus the provider's memory per idle sandbox.
+//!
+//! `cargo bench --bench provider` (set `PROVIDER_BENCH_RUNS` to change the 7 runs).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use sagents::providers::client::{CallOptions, ProviderClient};
+use sagents::providers::spec::{
+    LifecyclePolicy, ReleaseDisposition, ResolvedSandboxSpec, Resources, WorkspaceMode,
+    SPEC_VERSION_V3,
+};
+use sagents::providers::wire::{
+    ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest, SandboxHandle,
+};
+
+const FILES: usize = 1000;
+const TOTAL_BYTES: usize = 10 * 1024 * 1024;
+
+fn make_tree(dir: &Path) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+    let words = [
+        "sandbox", "release", "restore", "agent", "tool", "call", "fn", "let", "mut", "match",
+        "return", "0x1f", "{", "}", "=>", "self", "async", "await", "struct", "impl",
+    ];
+    let per_file = TOTAL_BYTES / FILES;
+    for i in 0..FILES {
+        let sub = dir.join(format!("d{:02}", i % 20));
+        std::fs::create_dir_all(&sub).unwrap();
+        let mut buf = Vec::with_capacity(per_file + 16);
+        while buf.len() < per_file {
+            if rng.gen_ratio(1, 4) {
+                let n: u64 = rng.gen();
+                buf.extend_from_slice(format!("{n:x} ").as_bytes());
+            } else {
+                buf.extend_from_slice(words[rng.gen_range(0..words.len())].as_bytes());
+                buf.push(if rng.gen_ratio(1, 8) { b'\n' } else { b' ' });
+            }
+        }
+        buf.truncate(per_file);
+        std::fs::write(sub.join(format!("f{i:04}.txt")), buf).unwrap();
+    }
+}
+
+fn sh(script: &str, cwd: &Path) {
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(cwd)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "{script}");
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+struct Provider {
+    child: Child,
+    base_url: String,
+}
+
+impl Provider {
+    fn start(root: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sagents-local-provider"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+            .arg(root)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_string();
+        Provider {
+            child,
+            base_url: format!("http://{addr}"),
+        }
+    }
+
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spec() -> ResolvedSandboxSpec {
+    ResolvedSandboxSpec {
+        spec_version: SPEC_VERSION_V3.into(),
+        provider_id: "local".into(),
+        spec_hash: format!("sha256:{}", "a".repeat(64)),
+        policy_hash: format!("sha256:{}", "b".repeat(64)),
+        workspace_mode: WorkspaceMode::Isolated,
+        host_workspace: None,
+        lifecycle: LifecyclePolicy::default(),
+        resources: Resources::default(),
+        metadata: serde_json::json!({}),
+    }
+}
+
+async fn provision(c: &ProviderClient, key: &str) -> SandboxHandle {
+    let req = ProvisionRequest {
+        spec: spec(),
+        owner_run_id: "run_bench".into(),
+        tenant_id: "bench".into(),
+        idempotency_key: key.into(),
+        context: RequestContext::default(),
+    };
+    c.provision(&req, &CallOptions::default()).await.unwrap()
+}
+
+fn release(h: &SandboxHandle, d: ReleaseDisposition, key: &str) -> ReleaseRequest {
+    ReleaseRequest {
+        request: ReleaseSpec {
+            r#ref: h.r#ref.clone(),
+            disposition: d,
+            reason: "bench".into(),
+            expected_revision: None,
+            idempotency_key: key.into(),
+        },
+        context: RequestContext::default(),
+    }
+}
+
+fn main() {
+    let runs: usize = std::env::var("PROVIDER_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7)
+        .max(1);
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("tree");
+    make_tree(&tree);
+    let archive = work.path().join("floor.tar.zst");
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let root = work.path().join("provider");
+    let provider = Provider::start(&root);
+    let client = ProviderClient::new(&provider.base_url, None).unwrap();
+    let (mut floor_pack, mut floor_unpack) = (Vec::new(), Vec::new());
+    let (mut snap, mut restore) = (Vec::new(), Vec::new());
+    let mut ckp_size = 0;
+    // Each run measures the floor and the provider back to back, so both see the same load;
+    // pending writes are flushed (untimed) before each measurement.
+    rt.block_on(async {
+        for i in 0..runs {
+            let t = Instant::now();
+            sh(
+                &format!("tar -cf - . | zstd -3 -q > {}", archive.display()),
+                &tree,
+            );
+            floor_pack.push(ms(t.elapsed()));
+
+            let h = provision(&client, &format!("bench-{i}")).await;
+            let dir = root.join("sandboxes").join(&h.r#ref.sandbox_id);
+            sh(
+                &format!("cp -a {}/. {}", tree.display(), dir.display()),
+                &tree,
+            );
+            let snap_req = release(
+                &h,
+                ReleaseDisposition::SnapshotAndTerminate,
+                &format!("snap-{i}"),
+            );
+            let t = Instant::now();
+            let receipt = client
+                .release(&snap_req, &CallOptions::default())
+                .await
+                .unwrap();
+            snap.push(ms(t.elapsed()));
+
+            let out = work.path().join(format!("floor-out-{i}"));
+            std::fs::create_dir(&out).unwrap();
+            settle(&root);
+            let t = Instant::now();
+            sh(
+                &format!("zstd -d -q -c {} | tar -xf -", archive.display()),
+                &out,
+            );
+            floor_unpack.push(ms(t.elapsed()));
+            std::fs::remove_dir_all(&out).unwrap();
+
+            let checkpoint = receipt.checkpoint.unwrap();
+            ckp_size = checkpoint.size_bytes;
+            let req = RestoreRequest {
+                checkpoint,
+                spec: spec(),
+                owner_run_id: "run_bench".into(),
+                idempotency_key: format!("restore-{i}"),
+                context: RequestContext::default(),
+            };
+            settle(&root);
+            let t = Instant::now();
+            let restored = client.restore(&req, &CallOptions::default()).await.unwrap();
+            restore.push(ms(t.elapsed()));
+            let rdir = root.join("sandboxes").join(&restored.r#ref.sandbox_id);
+            assert_eq!(walk_count(&rdir), FILES, "restore brought every file back");
+            let end = release(&restored, ReleaseDisposition::Terminate, &format!("t-{i}"));
+            client.release(&end, &CallOptions::default()).await.unwrap();
+        }
+    });
+    let floor_size = std::fs::metadata(&archive).unwrap().len();
+    drop(provider);
+
+    // Memory: one fresh provider, RSS with 0 and with 100 idle sandboxes.
+    let idle_root = work.path().join("idle");
+    let provider = Provider::start(&idle_root);
+    let client = ProviderClient::new(&provider.base_url, None).unwrap();
+    let (rss0, rss100) = rt.block_on(async {
+        let warm = provision(&client, "warm").await;
+        client
+            .release(
+                &release(&warm, ReleaseDisposition::Terminate, "warm-t"),
+                &CallOptions::default(),
+            )
+            .await
+            .unwrap();
+        let rss0 = provider.rss_kib();
+        for i in 0..100 {
+            provision(&client, &format!("idle-{i}")).await;
+        }
+        (rss0, provider.rss_kib())
+    });
+    drop(provider);
+    kill_leaders(&idle_root);
+    kill_leaders(&root);
+
+    let (fp, fu, sp, ru) = (
+        median(floor_pack),
+        median(floor_unpack),
+        median(snap),
+        median(restore),
+    );
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "provider bench: {FILES} files, {} MiB, {runs} runs, medians",
+        TOTAL_BYTES / (1024 * 1024)
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "archive size: provider {ckp_size} B, floor {floor_size} B"
+    )
+    .unwrap();
+    writeln!(out, "snapshot_and_terminate (HTTP): {sp:8.1} ms   floor tar|zstd -3: {fp:8.1} ms   ratio {:.2}x", sp / fp).unwrap();
+    writeln!(out, "restore (HTTP):                {ru:8.1} ms   floor zstd -d|tar -x: {fu:5.1} ms   ratio {:.2}x", ru / fu).unwrap();
+    writeln!(out, "provider RSS: {rss0} KiB with 0 sandboxes, {rss100} KiB with 100 idle; {:.1} KiB per idle sandbox", (rss100 as f64 - rss0 as f64) / 100.0).unwrap();
+}
+
+/// Waits for the provider's background deletions, then flushes dirty pages to disk.
+fn settle(root: &Path) {
+    let trash = root.join("trash");
+    for _ in 0..5000 {
+        let busy = std::fs::read_dir(&trash).is_ok_and(|mut d| d.next().is_some());
+        if !busy {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
+}
+
+fn walk_count(dir: &Path) -> usize {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .count()
+}
+
+/// The provider process is gone; its sandboxes' leaders are still running: kill them.
+fn kill_leaders(root: &Path) {
+    let states: PathBuf = root.join("state/sandboxes");
+    for entry in std::fs::read_dir(states).into_iter().flatten().flatten() {
+        let Ok(bytes) = std::fs::read(entry.path()) else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+            continue;
+        };
+        if let Some(pid) = v["leader"]["pid"].as_i64() {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+        }
+    }
+}

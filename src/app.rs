@@ -1,0 +1,244 @@
+//! Wiring: the shared state, the background tasks and the server's life from bind to
+//! graceful shutdown.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::notify::{run_pg_listener, ChangeHub};
+use crate::service::shutdown::{self, Shutdown, ShutdownTrigger};
+use crate::service::token_cache::TokenCache;
+use crate::store::{Backend, Store, StoreError};
+
+/// What every handler can reach. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub config: Arc<Config>,
+    pub hub: Arc<ChangeHub>,
+    pub metrics: Arc<Metrics>,
+    pub clock: Arc<dyn Clock>,
+    pub shutdown: Shutdown,
+    pub tokens: Arc<TokenCache>,
+    /// Signs sandbox grants; the same on every replica.
+    pub grant_secret: Arc<str>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("server failed: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+pub const INTERACTION_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+pub const IDEMPOTENCY_PURGE_INTERVAL: Duration = Duration::from_secs(3600);
+pub const IDEMPOTENCY_MAX_AGE_HOURS: i64 = 24;
+
+pub struct Application {
+    listener: TcpListener,
+    local_addr: SocketAddr,
+    state: AppState,
+    trigger: ShutdownTrigger,
+}
+
+impl Application {
+    /// Connects and migrates the database, settles the grant secret and binds the listener
+    /// (port 0 picks a free port). Serving starts with [`Application::run_until_stopped`].
+    pub async fn build(config: Config, clock: Arc<dyn Clock>) -> Result<Self, AppError> {
+        let hub = ChangeHub::new();
+        let metrics = Arc::new(Metrics::default());
+        let store = Store::connect(
+            &config.database_url,
+            clock.clone(),
+            hub.clone(),
+            metrics.clone(),
+        )
+        .await?;
+        store.migrate().await?;
+        let grant_secret = match config.grant_secret.as_deref().filter(|s| !s.is_empty()) {
+            Some(secret) => secret.to_owned(),
+            None => {
+                store
+                    .setting_or_init("grant_secret", &random_secret())
+                    .await?
+            }
+        };
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| AppError::Bind {
+                addr: config.listen,
+                source,
+            })?;
+        let local_addr = listener.local_addr().map_err(|source| AppError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+        let (trigger, shutdown) = shutdown::channel();
+        let state = AppState {
+            store,
+            config: Arc::new(config),
+            hub,
+            metrics,
+            clock,
+            shutdown,
+            tokens: Arc::new(TokenCache::default()),
+            grant_secret: grant_secret.into(),
+        };
+        Ok(Self {
+            listener,
+            local_addr,
+            state,
+            trigger,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.local_addr.port()
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Stops the server as SIGTERM would.
+    pub fn shutdown_trigger(&self) -> ShutdownTrigger {
+        self.trigger.clone()
+    }
+
+    /// Serves until SIGTERM, SIGINT or the trigger: then stops accepting, ends open
+    /// long-polls, lets in-flight requests finish, stops the background tasks and closes
+    /// the database pools.
+    pub async fn run_until_stopped(self) -> Result<(), AppError> {
+        let Application {
+            listener,
+            local_addr,
+            state,
+            trigger,
+        } = self;
+        let tasks = spawn_background_tasks(&state);
+        let router = crate::http::router(state.clone());
+        let signal = {
+            let trigger = trigger.clone();
+            let shutdown = state.shutdown.clone();
+            async move {
+                tokio::select! {
+                    _ = os_signal() => tracing::info!("shutdown signal received"),
+                    _ = shutdown.wait() => {}
+                }
+                trigger.trigger();
+            }
+        };
+        tracing::info!(%local_addr, "listening");
+        // A make-service clones the router by reference count; serving the router itself
+        // would rebuild its route table for every connection.
+        let served = axum::serve(listener, router.into_make_service())
+            .with_graceful_shutdown(signal)
+            .await;
+        trigger.trigger();
+        for task in tasks {
+            if let Err(e) = task.await {
+                tracing::error!(error = %e, "background task ended abnormally");
+            }
+        }
+        state.store.close().await;
+        tracing::info!("stopped");
+        served.map_err(AppError::Serve)
+    }
+}
+
+fn random_secret() -> String {
+    hex::encode(rand::random::<[u8; 32]>())
+}
+
+async fn os_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = terminate => {}
+    }
+}
+
+fn spawn_background_tasks(state: &AppState) -> Vec<JoinHandle<()>> {
+    let mut tasks = vec![
+        every(INTERACTION_SWEEP_INTERVAL, state, |store| async move {
+            match store.expire_interactions().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(expired = n, "expired pending interactions"),
+                Err(e) => tracing::warn!(error = %e, "interaction expiry sweep failed"),
+            }
+        }),
+        every(IDEMPOTENCY_PURGE_INTERVAL, state, |store| async move {
+            let max_age = chrono::Duration::hours(IDEMPOTENCY_MAX_AGE_HOURS);
+            match store.purge_idempotency(max_age).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(purged = n, "purged old idempotency entries"),
+                Err(e) => tracing::warn!(error = %e, "idempotency purge failed"),
+            }
+        }),
+    ];
+    if state.store.backend() == Backend::Postgres {
+        tasks.push(tokio::spawn(run_pg_listener(
+            state.config.database_url.clone(),
+            state.hub.clone(),
+            state.shutdown.receiver(),
+        )));
+    }
+    tasks
+}
+
+/// Runs `job` now and then every `period` until shutdown.
+fn every<F, Fut>(period: Duration, state: &AppState, job: F) -> JoinHandle<()>
+where
+    F: Fn(Store) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let store = state.store.clone();
+    let shutdown = state.shutdown.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = shutdown.wait() => return,
+            }
+            tokio::select! {
+                _ = job(store.clone()) => {}
+                _ = shutdown.wait() => return,
+            }
+        }
+    })
+}

@@ -1,0 +1,195 @@
+//! Command line and configuration: every setting is a flag and a `SAGENTS_*` variable.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::domain::token::Role;
+
+#[derive(Debug, Parser)]
+#[command(name = "sagents", version, about = "SAgents lifecycle service")]
+pub struct Cli {
+    #[command(flatten)]
+    pub config: Config,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Migrate the database, then serve the HTTP API until SIGTERM or SIGINT.
+    Serve,
+    /// Apply the database migrations and exit.
+    Migrate,
+    /// Print the OpenAPI document as JSON.
+    Openapi,
+    /// Manage API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print only its secret (shown once).
+    Create {
+        #[arg(long, value_enum)]
+        role: RoleArg,
+        /// Tenant of a frontend or runtime token (default `default`); admin tokens take none.
+        #[arg(long)]
+        tenant: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RoleArg {
+    Frontend,
+    Runtime,
+    Admin,
+}
+
+impl From<RoleArg> for Role {
+    fn from(r: RoleArg) -> Role {
+        match r {
+            RoleArg::Frontend => Role::Frontend,
+            RoleArg::Runtime => Role::Runtime,
+            RoleArg::Admin => Role::Admin,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Config {
+    /// `sqlite://PATH` (single machine) or `postgres://…` (several replicas).
+    #[arg(
+        long,
+        env = "SAGENTS_DATABASE_URL",
+        default_value = "sqlite://data/sagents.db",
+        global = true
+    )]
+    pub database_url: String,
+
+    #[arg(
+        long,
+        env = "SAGENTS_LISTEN",
+        default_value = "127.0.0.1:8080",
+        global = true
+    )]
+    pub listen: SocketAddr,
+
+    /// Scheduler workers per replica.
+    #[arg(long, env = "SAGENTS_WORKERS", default_value_t = 8, global = true,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub workers: u32,
+
+    #[arg(long, env = "SAGENTS_LEASE_TTL_SECONDS", default_value_t = 30, global = true,
+          value_parser = clap::value_parser!(u64).range(3..=3600))]
+    pub lease_ttl_seconds: u64,
+
+    /// Longest `wait_seconds` a long-poll may ask for.
+    #[arg(long, env = "SAGENTS_LONG_POLL_MAX_SECONDS", default_value_t = 60, global = true,
+          value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub long_poll_max_seconds: u64,
+
+    #[arg(long, env = "SAGENTS_BODY_LIMIT_BYTES", default_value_t = 1_048_576, global = true,
+          value_parser = clap::value_parser!(u64).range(1024..=(64 * 1024 * 1024)))]
+    pub body_limit_bytes: u64,
+
+    /// Key that signs sandbox grants; generated and stored in the database on first start.
+    #[arg(
+        long,
+        env = "SAGENTS_GRANT_SECRET",
+        hide_env_values = true,
+        global = true
+    )]
+    pub grant_secret: Option<String>,
+
+    #[arg(
+        long,
+        env = "SAGENTS_LOG_FORMAT",
+        value_enum,
+        default_value = "pretty",
+        global = true
+    )]
+    pub log_format: LogFormat,
+}
+
+impl Config {
+    /// The defaults, as `sagents serve` with no flags and no environment would use them.
+    pub fn with_database(database_url: impl Into<String>) -> Self {
+        Self {
+            database_url: database_url.into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            workers: 8,
+            lease_ttl_seconds: 30,
+            long_poll_max_seconds: 60,
+            body_limit_bytes: 1_048_576,
+            grant_secret: None,
+            log_format: LogFormat::Pretty,
+        }
+    }
+
+    pub fn lease_ttl(&self) -> chrono::Duration {
+        chrono::Duration::seconds(i64::try_from(self.lease_ttl_seconds).unwrap_or(i64::MAX))
+    }
+
+    pub fn long_poll_max(&self) -> Duration {
+        Duration::from_secs(self.long_poll_max_seconds)
+    }
+
+    pub fn body_limit(&self) -> usize {
+        usize::try_from(self.body_limit_bytes).unwrap_or(usize::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_documented_ones() {
+        let cli = Cli::try_parse_from(["sagents", "serve"]).unwrap();
+        let d = Config::with_database("sqlite://data/sagents.db");
+        assert_eq!(cli.config.database_url, d.database_url);
+        assert_eq!(cli.config.listen, d.listen);
+        assert_eq!(cli.config.workers, d.workers);
+        assert_eq!(cli.config.lease_ttl_seconds, d.lease_ttl_seconds);
+        assert_eq!(cli.config.long_poll_max_seconds, d.long_poll_max_seconds);
+        assert_eq!(cli.config.body_limit_bytes, d.body_limit_bytes);
+        assert_eq!(cli.config.log_format, LogFormat::Pretty);
+        assert!(cli.config.grant_secret.is_none());
+    }
+
+    #[test]
+    fn flags_after_the_subcommand_and_token_arguments() {
+        let cli = Cli::try_parse_from([
+            "sagents",
+            "token",
+            "create",
+            "--role",
+            "runtime",
+            "--tenant",
+            "acme",
+            "--database-url",
+            "postgres://x/y",
+        ])
+        .unwrap();
+        assert_eq!(cli.config.database_url, "postgres://x/y");
+        match cli.command {
+            Command::Token(TokenCommand::Create { role, tenant }) => {
+                assert_eq!(Role::from(role), Role::Runtime);
+                assert_eq!(tenant.as_deref(), Some("acme"));
+            }
+            other => panic!("unexpected command {other:?}"),
+        }
+        assert!(Cli::try_parse_from(["sagents", "token", "create", "--role", "root"]).is_err());
+        assert!(Cli::try_parse_from(["sagents", "serve", "--workers", "0"]).is_err());
+        assert!(Cli::try_parse_from(["sagents", "serve", "--log-format", "json"]).is_ok());
+    }
+}

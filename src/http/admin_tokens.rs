@@ -1,0 +1,114 @@
+//! Operator: API tokens (created with their secret shown once, listed, revoked).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::Admin;
+use super::error::{ApiError, Problem};
+use super::extract::{ApiJson, CheckContext, Command, PathIds};
+use crate::app::AppState;
+use crate::domain::token::{Role, TokenInfo};
+use crate::domain::TokenId;
+use crate::service::tokens::tenant_for;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_token, list_tokens))
+        .routes(routes!(revoke_token))
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateToken {
+    pub role: Role,
+    /// Tenant of a frontend or runtime token (default `default`); admin tokens take none.
+    #[serde(default)]
+    pub tenant: Option<String>,
+}
+
+impl Command for CreateToken {
+    fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
+        tenant_for(self.role, self.tenant.as_deref())?;
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CreatedToken {
+    #[serde(flatten)]
+    pub token: TokenInfo,
+    /// The bearer secret. It is shown only in this response and stored only as a hash.
+    pub secret: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TokenList {
+    pub tokens: Vec<TokenInfo>,
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/admin/tokens",
+    tag = "admin",
+    request_body = CreateToken,
+    responses(
+        (status = 201, description = "The token with its secret, shown once", body = CreatedToken),
+        (status = 422, description = "`request.invalid` on `tenant`: malformed, or given for an admin token", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+async fn create_token(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ApiJson(cmd): ApiJson<CreateToken>,
+) -> Result<(StatusCode, Json<CreatedToken>), ApiError> {
+    let tenant = tenant_for(cmd.role, cmd.tenant.as_deref())?;
+    let (token, secret) = state
+        .store
+        .create_token(cmd.role, tenant.as_deref())
+        .await?;
+    Ok((StatusCode::CREATED, Json(CreatedToken { token, secret })))
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/admin/tokens",
+    tag = "admin",
+    responses((status = 200, description = "Every token, never its secret", body = TokenList)),
+    security(("bearer" = []))
+)]
+async fn list_tokens(
+    State(state): State<AppState>,
+    _admin: Admin,
+) -> Result<Json<TokenList>, ApiError> {
+    Ok(Json(TokenList {
+        tokens: state.store.list_tokens().await?,
+    }))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/v1/admin/tokens/{token_id}",
+    tag = "admin",
+    params(("token_id" = TokenId, Path, description = "The token to revoke")),
+    responses(
+        (status = 200, description = "The token, revoked (revoking twice changes nothing)", body = TokenInfo),
+        (status = 404, description = "`token.not_found`", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+async fn revoke_token(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ids: PathIds,
+) -> Result<Json<TokenInfo>, ApiError> {
+    let token_id: TokenId = ids.get("token_id")?;
+    let info = state.store.revoke_token(&token_id).await?;
+    state.tokens.evict(&token_id);
+    Ok(Json(info))
+}

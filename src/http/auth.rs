@@ -1,0 +1,106 @@
+//! Bearer-token authentication and role checks, as extractors.
+
+use std::marker::PhantomData;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap};
+
+use super::error::ApiError;
+use crate::app::AppState;
+use crate::domain::token::{Principal, Role};
+
+const MAX_SECRET_LEN: usize = 512;
+
+/// Resolves the caller of a request: 401 when the token is missing, unknown or revoked.
+pub async fn authenticate(headers: &HeaderMap, state: &AppState) -> Result<Principal, ApiError> {
+    let value = headers.get(header::AUTHORIZATION).ok_or_else(|| {
+        ApiError::unauthorized("this endpoint needs `Authorization: Bearer <token>`")
+    })?;
+    let secret = value
+        .to_str()
+        .ok()
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, secret)| secret.trim())
+        .filter(|s| !s.is_empty() && s.len() <= MAX_SECRET_LEN)
+        .ok_or_else(|| {
+            ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
+        })?;
+    state
+        .tokens
+        .authenticate(&state.store, secret)
+        .await?
+        .ok_or_else(|| ApiError::unauthorized("the token is unknown or revoked"))
+}
+
+pub trait RoleMarker: Send + Sync + 'static {
+    const ROLE: Role;
+}
+
+#[derive(Debug)]
+pub struct FrontendRole;
+#[derive(Debug)]
+pub struct RuntimeRole;
+#[derive(Debug)]
+pub struct AdminRole;
+
+impl RoleMarker for FrontendRole {
+    const ROLE: Role = Role::Frontend;
+}
+impl RoleMarker for RuntimeRole {
+    const ROLE: Role = Role::Runtime;
+}
+impl RoleMarker for AdminRole {
+    const ROLE: Role = Role::Admin;
+}
+
+/// An authenticated caller holding role `R` (403 for any other role).
+#[derive(Debug)]
+pub struct Auth<R> {
+    pub principal: Principal,
+    role: PhantomData<R>,
+}
+
+pub type Frontend = Auth<FrontendRole>;
+pub type Runtime = Auth<RuntimeRole>;
+pub type Admin = Auth<AdminRole>;
+
+impl<R: RoleMarker> FromRequestParts<AppState> for Auth<R> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let principal = match parts.extensions.get::<Principal>() {
+            Some(p) => p.clone(),
+            None => authenticate(&parts.headers, state).await?,
+        };
+        if principal.role != R::ROLE {
+            return Err(ApiError::forbidden(format!(
+                "this endpoint needs a `{}` token, not a `{}` token",
+                R::ROLE,
+                principal.role
+            )));
+        }
+        Ok(Self {
+            principal,
+            role: PhantomData,
+        })
+    }
+}
+
+impl<R> Auth<R> {
+    /// The tenant scope for store calls (`None` only for admin tokens).
+    pub fn scope(&self) -> Option<&str> {
+        self.principal.tenant_id.as_deref()
+    }
+
+    /// The caller's tenant, for creating things that belong to one.
+    pub fn tenant(&self) -> Result<&str, ApiError> {
+        self.scope()
+            .ok_or_else(|| ApiError::forbidden("this token is not bound to a tenant"))
+    }
+
+    pub fn actor(&self) -> String {
+        format!("token:{}", self.principal.token_id)
+    }
+}

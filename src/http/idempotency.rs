@@ -1,0 +1,243 @@
+//! `Idempotency-Key` on POST: the first request runs, a replay gets the stored response.
+//!
+//! Entries are scoped by the caller's token id and keyed by a hash of method, path, query
+//! and body bytes. The stored body is prefixed with the response's content type and a
+//! newline, so a replay is byte-for-byte the first answer.
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt;
+use sha2::{Digest, Sha256};
+
+use super::auth;
+use super::error::ApiError;
+use super::extract::read_body;
+use crate::app::AppState;
+use crate::store::{IdempotencyBegin, Store};
+
+pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if req.method() != Method::POST || !req.headers().contains_key(&IDEMPOTENCY_KEY) {
+        return next.run(req).await;
+    }
+    // Boxed so that requests without a key do not carry this path's state.
+    match Box::pin(handle(state, req, next)).await {
+        Ok(res) | Err(res) => res,
+    }
+}
+
+async fn handle(state: AppState, req: Request, next: Next) -> Result<Response, Response> {
+    let principal = auth::authenticate(req.headers(), &state)
+        .await
+        .map_err(IntoResponse::into_response)?;
+    let key =
+        parse_key(req.headers().get(&IDEMPOTENCY_KEY)).map_err(IntoResponse::into_response)?;
+    let (mut parts, body) = req.into_parts();
+    let bytes = read_body(&parts.headers, body, state.config.body_limit())
+        .await
+        .map_err(IntoResponse::into_response)?;
+    let scope = principal.token_id.to_string();
+    let hash = request_hash(&parts.method, &parts.uri, &bytes);
+    parts.extensions.insert(principal);
+
+    let begin = state
+        .store
+        .idempotency_begin(&scope, &key, &hash)
+        .await
+        .map_err(|e| ApiError::from(e).into_response())?;
+    match begin {
+        IdempotencyBegin::Started => {}
+        IdempotencyBegin::Replay { status, body } => return Ok(replay(status, &body)),
+        IdempotencyBegin::InFlight => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "idempotency.in_flight",
+                "a request with this Idempotency-Key is still being processed; retry later",
+            )
+            .into_response())
+        }
+        IdempotencyBegin::Mismatch => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency.key_reused",
+                "this Idempotency-Key was already used for a different request",
+            )
+            .with_field("Idempotency-Key", "already used for a different request")
+            .into_response())
+        }
+    }
+
+    let mut pending = Pending {
+        store: state.store.clone(),
+        scope,
+        key,
+        done: false,
+    };
+    let res = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    let (res_parts, res_body) = res.into_parts();
+    let Ok(collected) = res_body.collect().await else {
+        pending.abort().await;
+        return Err(ApiError::internal().into_response());
+    };
+    let body = collected.to_bytes();
+    if res_parts.status.is_server_error() {
+        pending.abort().await;
+    } else {
+        let content_type = res_parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        pending
+            .finish(res_parts.status.as_u16(), &envelope(content_type, &body))
+            .await;
+    }
+    Ok(Response::from_parts(res_parts, Body::from(body)))
+}
+
+/// 1 to 255 visible ASCII characters.
+fn parse_key(value: Option<&HeaderValue>) -> Result<String, ApiError> {
+    value
+        .map(HeaderValue::as_bytes)
+        .filter(|b| (1..=255).contains(&b.len()) && b.iter().all(|c| c.is_ascii_graphic()))
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "idempotency.key_invalid",
+                "Idempotency-Key must be 1 to 255 visible ASCII characters",
+            )
+            .with_field(
+                "Idempotency-Key",
+                "must be 1 to 255 visible ASCII characters",
+            )
+        })
+}
+
+fn request_hash(method: &Method, uri: &axum::http::Uri, body: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(method.as_str().as_bytes());
+    h.update(b"\n");
+    h.update(uri.path().as_bytes());
+    h.update(b"?");
+    h.update(uri.query().unwrap_or_default().as_bytes());
+    h.update(b"\n");
+    h.update(body);
+    hex::encode(h.finalize())
+}
+
+fn envelope(content_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(content_type.len() + 1 + body.len());
+    out.extend_from_slice(content_type.as_bytes());
+    out.push(b'\n');
+    out.extend_from_slice(body);
+    out
+}
+
+fn replay(status: u16, stored: &[u8]) -> Response {
+    let Ok(status) = StatusCode::from_u16(status) else {
+        tracing::error!(status, "stored idempotent response has an invalid status");
+        return ApiError::internal().into_response();
+    };
+    let (content_type, body) = match stored.iter().position(|b| *b == b'\n') {
+        Some(i) => (&stored[..i], &stored[i + 1..]),
+        None => (&[][..], stored),
+    };
+    let mut res = (status, Bytes::copy_from_slice(body)).into_response();
+    if let Ok(ct) = HeaderValue::from_bytes(content_type) {
+        if !content_type.is_empty() {
+            res.headers_mut().insert(header::CONTENT_TYPE, ct);
+        }
+    }
+    res.headers_mut()
+        .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    res
+}
+
+/// An entry that has been started; if the request ends any other way (a dropped
+/// connection, a panic), it is aborted so a retry can run.
+struct Pending {
+    store: Store,
+    scope: String,
+    key: String,
+    done: bool,
+}
+
+impl Pending {
+    async fn finish(&mut self, status: u16, body: &[u8]) {
+        self.done = true;
+        if let Err(e) = self
+            .store
+            .idempotency_finish(&self.scope, &self.key, status, body)
+            .await
+        {
+            // The request took effect: leave the entry in flight rather than let a retry
+            // run it twice.
+            tracing::warn!(error = %e, "could not store an idempotent response");
+        }
+    }
+
+    async fn abort(&mut self) {
+        self.done = true;
+        if let Err(e) = self.store.idempotency_abort(&self.scope, &self.key).await {
+            tracing::warn!(error = %e, "could not abort an idempotency entry");
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let (store, scope, key) = (self.store.clone(), self.scope.clone(), self.key.clone());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                if let Err(e) = store.idempotency_abort(&scope, &key).await {
+                    tracing::warn!(error = %e, "could not abort an idempotency entry");
+                }
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_must_be_visible_ascii() {
+        let ok = HeaderValue::from_static("order-42_x");
+        assert_eq!(parse_key(Some(&ok)).unwrap(), "order-42_x");
+        for bad in ["", "has space", &"k".repeat(256)] {
+            let v = HeaderValue::from_str(bad).unwrap();
+            assert_eq!(
+                parse_key(Some(&v)).unwrap_err().code,
+                "idempotency.key_invalid"
+            );
+        }
+        let non_ascii = HeaderValue::from_bytes("é".as_bytes()).unwrap();
+        assert!(parse_key(Some(&non_ascii)).is_err());
+    }
+
+    #[test]
+    fn envelopes_round_trip_and_hashes_cover_the_body() {
+        let res = replay(201, &envelope("application/json", b"{\"a\":1}"));
+        assert_eq!(res.status(), StatusCode::CREATED);
+        assert_eq!(res.headers()[header::CONTENT_TYPE], "application/json");
+        assert_eq!(res.headers()[IDEMPOTENT_REPLAYED], "true");
+        let uri: axum::http::Uri = "/v1/sessions".parse().unwrap();
+        assert_ne!(
+            request_hash(&Method::POST, &uri, b"{}"),
+            request_hash(&Method::POST, &uri, b"{ }")
+        );
+    }
+}

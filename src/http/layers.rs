@@ -1,0 +1,139 @@
+//! Cross-cutting layers: metrics, tracing spans, panics and non-problem error bodies.
+
+use std::any::Any;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tower_http::classify::ServerErrorsFailureClass;
+use tower_http::trace::{MakeSpan, OnFailure, OnResponse};
+use tracing::Span;
+
+use super::error::{ApiError, PROBLEM_JSON};
+use super::request_id::{self, RequestId};
+use crate::app::AppState;
+
+pub const UNMATCHED_ROUTE: &str = "unmatched";
+
+fn route_of<B>(req: &axum::http::Request<B>) -> String {
+    req.extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| UNMATCHED_ROUTE.to_owned())
+}
+
+/// The outer envelope of every request, in one layer so a waiting request holds one small
+/// future: the request id (kept or generated, echoed, in problem bodies), problem bodies
+/// for framework errors, and the request metrics.
+pub async fn envelope(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    let route = route_of(&req);
+    let started = Instant::now();
+    let id = request_id::assign(&mut req);
+    let mut res = request_id::scope(id.clone(), async move {
+        let res = next.run(req).await;
+        problem_body(res)
+    })
+    .await;
+    request_id::echo(&mut res, &id);
+    state.metrics.http.observe(
+        method.as_str(),
+        &route,
+        res.status().as_u16(),
+        started.elapsed(),
+    );
+    res
+}
+
+/// Gives an error response that is not already a problem (405 from the router, a framework
+/// rejection) a problem body with a stable code.
+fn problem_body(res: Response) -> Response {
+    let status = res.status();
+    let is_problem = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
+    if !(status.is_client_error() || status.is_server_error()) || is_problem {
+        return res;
+    }
+    let (code, detail) = match status {
+        StatusCode::NOT_FOUND => ("route.not_found", "no such resource"),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "request.method_not_allowed",
+            "this method is not allowed on this resource",
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => ("request.too_large", "the request body is too large"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            "request.unsupported_media_type",
+            "this content type is not supported",
+        ),
+        s if s.is_server_error() => ("internal", "an internal error occurred; it has been logged"),
+        _ => ("request.bad", "the request could not be processed"),
+    };
+    let (mut parts, _) = res.into_parts();
+    let problem = ApiError::new(status, code, detail).into_response();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts
+        .headers
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    Response::from_parts(parts, problem.into_body())
+}
+
+pub async fn fallback() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "route.not_found", "no such resource")
+}
+
+/// A panic is a bug; the client still gets a problem, never a dropped connection.
+pub fn panic_response(err: Box<dyn Any + Send + 'static>) -> Response<Body> {
+    let message = err
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| err.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)");
+    tracing::error!(panic = message, "request handler panicked");
+    ApiError::internal().into_response()
+}
+
+/// The span of one request: method, route, request id, then status and latency.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestSpan;
+
+impl<B> MakeSpan<B> for RequestSpan {
+    fn make_span(&mut self, req: &axum::http::Request<B>) -> Span {
+        let route = route_of(req);
+        let request_id = req
+            .extensions()
+            .get::<RequestId>()
+            .map(|r| r.0.clone())
+            .unwrap_or_default();
+        tracing::info_span!(
+            "request",
+            method = %req.method(),
+            route = %route,
+            request_id = %request_id,
+            status = tracing::field::Empty,
+            latency_ms = tracing::field::Empty,
+        )
+    }
+}
+
+impl<B> OnResponse<B> for RequestSpan {
+    fn on_response(self, res: &axum::http::Response<B>, latency: std::time::Duration, span: &Span) {
+        let status = res.status().as_u16();
+        let latency_ms = latency.as_secs_f64() * 1000.0;
+        span.record("status", status);
+        span.record("latency_ms", latency_ms);
+        if res.status().is_server_error() {
+            tracing::error!(status, latency_ms, "request failed");
+        } else {
+            tracing::info!(status, latency_ms, "request finished");
+        }
+    }
+}
+
+impl OnFailure<ServerErrorsFailureClass> for RequestSpan {
+    fn on_failure(&mut self, _: ServerErrorsFailureClass, _: std::time::Duration, _: &Span) {}
+}

@@ -1,0 +1,71 @@
+//! The HTTP API: one file per resource, the error type, extractors, layers and the OpenAPI
+//! document.
+
+pub mod admin_tokens;
+pub mod auth;
+pub mod commands;
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod idempotency;
+pub mod interactions;
+pub mod jobs;
+pub mod layers;
+pub mod metrics;
+pub mod openapi;
+pub mod request_id;
+pub mod runs;
+pub mod runtime;
+pub mod sessions;
+pub mod strict;
+
+use axum::extract::DefaultBodyLimit;
+use axum::middleware::from_fn_with_state;
+use axum::Router;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::app::AppState;
+use layers::RequestSpan;
+use openapi::ApiDoc;
+
+/// Every documented route, without state or layers.
+pub fn api_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(sessions::router())
+        .merge(interactions::router())
+        .merge(runs::router())
+        .merge(runtime::router())
+        .merge(jobs::router())
+        .merge(admin_tokens::router())
+        .merge(health::router())
+        .merge(metrics::router())
+}
+
+/// The OpenAPI document of the service, as served at `/openapi.json`.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    openapi::complete(api_router().into_openapi())
+}
+
+/// The whole service: routes, docs and the layers every request goes through.
+pub fn router(state: AppState) -> Router {
+    let (routes, doc) = api_router().split_for_parts();
+    let body_limit = state.config.body_limit();
+    routes
+        .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi::complete(doc)))
+        .fallback(layers::fallback)
+        .layer(from_fn_with_state(state.clone(), idempotency::layer))
+        .layer(CatchPanicLayer::custom(layers::panic_response))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(RequestSpan)
+                .on_response(RequestSpan)
+                .on_failure(RequestSpan),
+        )
+        .layer(from_fn_with_state(state.clone(), layers::envelope))
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(state)
+}

@@ -1,0 +1,96 @@
+//! Runtime workers: claiming runs (long-polled) and keeping their leases.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::Runtime;
+use super::error::{ApiError, Problem};
+use super::extract::{ApiJson, PathIds};
+use crate::app::AppState;
+use crate::domain::claim::ClaimResponse;
+use crate::domain::commands::{ClaimRequest, Heartbeat};
+use crate::domain::LeaseId;
+use crate::service::claims::{claim, ClaimWait};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(claim_runs))
+        .routes(routes!(heartbeat))
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/runtime/claims",
+    tag = "runtime",
+    request_body = ClaimRequest,
+    responses(
+        (status = 200, description = "Claimed runs, each with a fresh lease; an empty list when nothing was ready by the deadline (or the service is shutting down)", body = ClaimResponse),
+        (status = 422, description = "`request.invalid`: e.g. `wait_seconds` above the long-poll limit or `max` outside 1..=100", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+async fn claim_runs(
+    State(state): State<AppState>,
+    auth: Runtime,
+    ApiJson(cmd): ApiJson<ClaimRequest>,
+) -> Result<Json<ClaimResponse>, ApiError> {
+    let claims = claim(
+        &state.store,
+        &state.shutdown,
+        &state.metrics,
+        ClaimWait {
+            tenant: auth.scope(),
+            worker_id: &cmd.worker_id,
+            max: cmd.max.unwrap_or(1),
+            ttl: state.config.lease_ttl(),
+            wait: Duration::from_secs(cmd.wait_seconds.unwrap_or(0).into()),
+        },
+    )
+    .await?;
+    Ok(Json(ClaimResponse { claims }))
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct HeartbeatResponse {
+    /// The lease now expires at this time.
+    pub expires_at: DateTime<Utc>,
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/runtime/leases/{lease_id}/heartbeat",
+    tag = "runtime",
+    params(("lease_id" = LeaseId, Path, description = "A lease you hold")),
+    request_body = Heartbeat,
+    responses(
+        (status = 200, description = "The lease is extended by the lease TTL", body = HeartbeatResponse),
+        (status = 404, description = "`lease.not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`lease.lost`: the fencing token is stale or the lease expired; stop working on the run", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+async fn heartbeat(
+    State(state): State<AppState>,
+    auth: Runtime,
+    ids: PathIds,
+    ApiJson(cmd): ApiJson<Heartbeat>,
+) -> Result<Json<HeartbeatResponse>, ApiError> {
+    let lease_id: LeaseId = ids.get("lease_id")?;
+    let expires_at = state
+        .store
+        .heartbeat(
+            auth.scope(),
+            &lease_id,
+            cmd.fencing_token,
+            state.config.lease_ttl(),
+        )
+        .await?;
+    Ok(Json(HeartbeatResponse { expires_at }))
+}

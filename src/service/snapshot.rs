@@ -1,0 +1,90 @@
+//! Snapshot reads, conditional and long-polled.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::shutdown::Shutdown;
+use crate::domain::snapshot::{if_none_match_matches, Snapshot};
+use crate::domain::SessionId;
+use crate::metrics::Metrics;
+use crate::store::{Store, StoreResult};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SnapshotOutcome {
+    /// The caller's ETag is current: `304` with this revision.
+    NotModified {
+        revision: i64,
+    },
+    Current(Snapshot),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotRead<'a> {
+    pub tenant: Option<&'a str>,
+    pub session_id: &'a SessionId,
+    pub if_none_match: Option<&'a str>,
+    /// How long to hold the request while the ETag stays current (zero: answer at once).
+    pub wait: Duration,
+}
+
+/// Answers from the revision alone while nothing changed; reads the full snapshot only when
+/// it has. A waiting request holds one in-memory subscription and no database connection.
+pub async fn read_snapshot(
+    store: &Store,
+    shutdown: &Shutdown,
+    metrics: &Metrics,
+    q: SnapshotRead<'_>,
+) -> StoreResult<SnapshotOutcome> {
+    let Some(inm) = q.if_none_match else {
+        return Ok(SnapshotOutcome::Current(
+            store.snapshot(q.tenant, q.session_id).await?,
+        ));
+    };
+    // Subscribe before reading, so a change between the read and the wait is not missed.
+    let mut watch =
+        (!q.wait.is_zero()).then(|| store.hub().subscribe_session(q.session_id.as_str()));
+    let mut revision = store.session_revision(q.tenant, q.session_id).await?;
+    if let Some(watch) = watch.as_mut() {
+        let _waiting = WaitingGuard::new(metrics);
+        let deadline = Instant::now() + q.wait;
+        while if_none_match_matches(inm, revision) && !shutdown.is_triggered() {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                break;
+            }
+            let changed = tokio::select! {
+                changed = watch.changed(remaining) => changed,
+                _ = shutdown.wait() => false,
+            };
+            if !changed {
+                break;
+            }
+            revision = store.session_revision(q.tenant, q.session_id).await?;
+        }
+    }
+    if if_none_match_matches(inm, revision) {
+        Ok(SnapshotOutcome::NotModified { revision })
+    } else {
+        // Boxed: a waiting request should not carry this read's state while it waits.
+        let snapshot = Box::pin(store.snapshot(q.tenant, q.session_id)).await?;
+        Ok(SnapshotOutcome::Current(snapshot))
+    }
+}
+
+/// Counts a request in `long_polls_waiting` for as long as it lives.
+pub struct WaitingGuard<'a>(&'a Metrics);
+
+impl<'a> WaitingGuard<'a> {
+    pub fn new(metrics: &'a Metrics) -> Self {
+        metrics.long_polls_waiting.fetch_add(1, Ordering::Relaxed);
+        Self(metrics)
+    }
+}
+
+impl Drop for WaitingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.long_polls_waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+}

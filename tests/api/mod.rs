@@ -1,0 +1,11 @@
+//! The HTTP API, end to end against a real server and a real database.
+
+mod auth;
+mod bad_input;
+mod cycle;
+mod fencing;
+mod idempotency;
+mod openapi;
+mod replicas;
+mod scale;
+mod shutdown;

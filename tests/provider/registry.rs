@@ -1,0 +1,108 @@
+//! Registration through a real store (SQLite and PostgreSQL) against real providers.
+
+use std::sync::Arc;
+
+use axum::routing::get;
+use axum::{Json, Router};
+use sagents::clock::SystemClock;
+use sagents::providers::registry::{
+    list_providers, register_provider, RegisterProvider, RegistryError,
+};
+use sagents::store::Backend;
+
+use super::Harness;
+use crate::common::db;
+
+macro_rules! both {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(sagents::store::Backend::Sqlite).await
+                }
+            )+
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(sagents::store::Backend::Postgres).await
+                }
+            )+
+        }
+    };
+}
+
+both!(
+    a_v3_provider_is_registered_and_listed_without_its_token,
+    a_v2_provider_is_refused_and_nothing_is_stored
+);
+
+async fn a_v3_provider_is_registered_and_listed_without_its_token(backend: Backend) {
+    let (store, _db) = db::store(backend, Arc::new(SystemClock)).await;
+    let local = Harness::with(|c| c.token = Some("provider-secret".into())).await;
+    let req = RegisterProvider {
+        provider_id: "local-1".into(),
+        base_url: local.base_url(),
+        token: "provider-secret".into(),
+    };
+    let info = register_provider(&store, &req).await.unwrap();
+    assert_eq!(info.provider_id, "local-1");
+    assert_eq!(info.capabilities.api_version, "3");
+    let listed = list_providers(&store).await.unwrap();
+    assert_eq!(listed, vec![info.clone()]);
+    let json = serde_json::to_string(&listed).unwrap();
+    assert!(!json.contains("provider-secret"), "{json}");
+    // The stored token is the one the provider accepts.
+    let record = store.get_provider("local-1").await.unwrap().unwrap();
+    let client = sagents::providers::registry::client_for(&record).unwrap();
+    assert!(client.capabilities(&Default::default()).await.is_ok());
+    // A wrong token is found out at registration.
+    let wrong = RegisterProvider {
+        token: "nope".into(),
+        ..req.clone()
+    };
+    let e = register_provider(&store, &wrong).await.unwrap_err();
+    assert!(matches!(e, RegistryError::ProviderRefused(_)), "{e:?}");
+    assert_eq!((e.code(), e.http_status()), ("provider.refused", 422));
+    assert_eq!(
+        store.get_provider("local-1").await.unwrap().unwrap().token,
+        "provider-secret"
+    );
+}
+
+async fn a_v2_provider_is_refused_and_nothing_is_stored(backend: Backend) {
+    let (store, _db) = db::store(backend, Arc::new(SystemClock)).await;
+    let app = Router::new().route(
+        "/v3/capabilities",
+        get(|| async {
+            Json(serde_json::json!({
+                "api_version": "2", "capability": "execution.sandbox", "provider_id": "old",
+                "provider_version": "2.9", "isolation_level": "vm",
+                "supported_release_dispositions": ["terminate"], "supports_snapshot": false,
+                "supports_restore": false, "supports_reconnect": false
+            }))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let req = RegisterProvider {
+        provider_id: "old".into(),
+        base_url: format!("http://{addr}"),
+        token: "t".into(),
+    };
+    let e = register_provider(&store, &req).await.unwrap_err();
+    assert_eq!(
+        (e.code(), e.http_status()),
+        ("provider.api_version_unsupported", 422)
+    );
+    let bad = RegisterProvider {
+        base_url: "file:///etc/passwd".into(),
+        ..req
+    };
+    let e = register_provider(&store, &bad).await.unwrap_err();
+    assert_eq!((e.code(), e.http_status()), ("validation.failed", 422));
+    assert!(list_providers(&store).await.unwrap().is_empty());
+}

@@ -1,0 +1,122 @@
+use std::collections::BTreeMap;
+
+use chrono::Duration;
+use sagents::lifecycle::machine::ResourceState;
+use sagents::store::{Backend, LifecycleMetrics};
+
+use super::{activate, due_work, register, release, sandbox_run, save_and_release};
+use crate::store::fx;
+
+both!(lifecycle_metrics_on_a_known_data_set, an_empty_lifecycle);
+
+async fn lifecycle_metrics_on_a_known_data_set(backend: Backend) {
+    let f = fx(backend).await;
+    register(&f).await;
+    let s = f.session("acme").await;
+    for _ in 0..13 {
+        sandbox_run(&f, &s, None).await;
+    }
+    let work = due_work(&f).await;
+    assert_eq!(work.len(), 13);
+
+    let blocked = |r: &mut sagents::lifecycle::record::ExecutionResourceRecord| {
+        activate(r);
+        r.state = ResourceState::ReleaseBlocked;
+    };
+    let t0 = f.store.now();
+    save_and_release(&f, &work[0], blocked).await;
+    f.advance(10);
+    save_and_release(&f, &work[1], blocked).await;
+    for w in &work[2..4] {
+        save_and_release(&f, w, activate).await;
+    }
+    save_and_release(&f, &work[4], |r| {
+        activate(r);
+        r.state = ResourceState::ReleaseRequested;
+    })
+    .await;
+    for (w, retries) in work[5..7].iter().zip([2, 3]) {
+        save_and_release(&f, w, |r| {
+            activate(r);
+            r.state = ResourceState::ReleaseFailed;
+            r.retry_count = retries;
+        })
+        .await;
+    }
+    let now = f.store.now();
+    for (w, latency) in work[7..11].iter().zip([3, 1, 10, 2]) {
+        save_and_release(&f, w, |r| {
+            activate(r);
+            release(r, now);
+            r.release_requested_at = Some(now - Duration::seconds(latency));
+        })
+        .await;
+    }
+    save_and_release(&f, &work[11], |r| {
+        r.state = ResourceState::RestoreRequested;
+        r.due_at = None;
+    })
+    .await;
+    f.store
+        .release_lease(&work[12].run.id, work[12].lease.fencing_token)
+        .await
+        .unwrap();
+
+    f.advance(30);
+    let before = f.snapshot(&s).await;
+    let metrics = f.store.lifecycle_metrics().await.unwrap();
+    let by_state: BTreeMap<String, i64> = [
+        ("active", 2),
+        ("provisioning", 1),
+        ("release_blocked", 2),
+        ("release_failed", 2),
+        ("release_requested", 1),
+        ("released", 4),
+        ("restore_requested", 1),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    assert_eq!(
+        metrics,
+        LifecycleMetrics {
+            active_sandboxes: 2,
+            retained_sandboxes: 2,
+            pending_releases: 5,
+            release_failure_count: 2,
+            release_retry_count: 5,
+            max_blocked_age_seconds: (f.store.now() - t0).num_milliseconds() as f64 / 1000.0,
+            average_release_latency_seconds: 4.0,
+            release_latency_p50_seconds: 2.0,
+            release_latency_p95_seconds: 10.0,
+            release_latency_p99_seconds: 10.0,
+            records_by_state: by_state,
+            generated_at: f.store.now(),
+        }
+    );
+    assert_eq!(metrics.max_blocked_age_seconds, 40.0);
+    assert_eq!(
+        f.snapshot(&s).await,
+        before,
+        "reading metrics changes nothing"
+    );
+}
+
+async fn an_empty_lifecycle(backend: Backend) {
+    let f = fx(backend).await;
+    let metrics = f.store.lifecycle_metrics().await.unwrap();
+    assert_eq!(
+        (
+            metrics.active_sandboxes,
+            metrics.pending_releases,
+            metrics.release_retry_count
+        ),
+        (0, 0, 0)
+    );
+    assert_eq!(metrics.max_blocked_age_seconds, 0.0);
+    assert_eq!(metrics.average_release_latency_seconds, 0.0);
+    assert_eq!(metrics.release_latency_p99_seconds, 0.0);
+    assert_eq!(metrics.records_by_state.len(), ResourceState::ALL.len());
+    assert!(metrics.records_by_state.values().all(|&n| n == 0));
+    assert_eq!(f.store.next_lifecycle_due().await.unwrap(), None);
+}
