@@ -2,5 +2,6 @@
 
 mod api;
 mod common;
+mod lifecycle;
 mod provider;
 mod store;

@@ -1,0 +1,251 @@
+//! The lifecycle suites: the coordinator and the worker pool against the real local provider
+//! on loopback and a real database, on SQLite and on PostgreSQL.
+
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use sagents::clock::ManualClock;
+use sagents::domain::claim::Claim;
+use sagents::domain::commands::{
+    CreateRun, CreateSession, NewCheckpoint, NewInteraction, ReplyInteraction, SuspendRun,
+};
+use sagents::domain::interaction::{InteractionType, SuspensionReason};
+use sagents::domain::run::Run;
+use sagents::domain::session::Session;
+use sagents::domain::RunId;
+use sagents::lifecycle::coordinator::Coordinator;
+use sagents::lifecycle::record::ExecutionResourceRecord;
+use sagents::providers::spec::{ResolvedSandboxSpec, WorkspaceMode};
+use sagents::scheduler::{PoolConfig, WorkerPool};
+use sagents::store::{Backend, Store};
+use serde_json::json;
+use tokio::sync::watch;
+
+use crate::common::db::{self, TestDb};
+use crate::provider::Harness;
+
+/// `both!(a, b)` runs `async fn a(backend: Backend)` once per backend.
+macro_rules! both {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(sagents::store::Backend::Sqlite).await
+                }
+            )+
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(sagents::store::Backend::Postgres).await
+                }
+            )+
+        }
+    };
+}
+
+mod coordinator;
+
+pub const TENANT: &str = "acme";
+pub const PROVIDER_TOKEN: &str = "provider-token";
+pub const TTL_SECONDS: u64 = 30;
+
+pub fn ttl() -> Duration {
+    Duration::seconds(TTL_SECONDS as i64)
+}
+
+pub fn hash(c: char) -> String {
+    format!("sha256:{}", c.to_string().repeat(64))
+}
+
+pub fn spec(mode: WorkspaceMode, host: Option<&str>) -> ResolvedSandboxSpec {
+    crate::provider::spec(mode, host)
+}
+
+/// One replica: a store, its coordinator and a pool without background workers, driven
+/// with `drain`.
+pub struct Replica {
+    pub store: Store,
+    pub pool: WorkerPool,
+    _stop: watch::Sender<bool>,
+}
+
+impl Replica {
+    pub fn new(store: Store, name: &str) -> Self {
+        let coordinator = Arc::new(Coordinator::new(store.clone(), name));
+        let (stop, shutdown) = watch::channel(false);
+        let config = PoolConfig::new(name, 0, std::time::Duration::from_secs(TTL_SECONDS));
+        let pool = WorkerPool::start(coordinator, store.clone(), config, shutdown);
+        Replica {
+            store,
+            pool,
+            _stop: stop,
+        }
+    }
+
+    /// Processes due lifecycle work until none is left now; returns how many runs it took.
+    pub async fn drain(&self) -> usize {
+        let mut total = 0;
+        for _ in 0..50 {
+            match self.pool.run_once().await {
+                0 => return total,
+                n => total += n,
+            }
+        }
+        panic!("lifecycle work never settled");
+    }
+}
+
+/// A database with the local provider registered, a manual clock and one replica.
+pub struct Lx {
+    pub clock: ManualClock,
+    pub provider: Harness,
+    pub main: Replica,
+    _db: TestDb,
+}
+
+pub async fn lx(backend: Backend) -> Lx {
+    lx_with_faults(backend, "").await
+}
+
+pub async fn lx_with_faults(backend: Backend, faults: &str) -> Lx {
+    let faults = faults.to_string();
+    let provider = Harness::with(move |c| {
+        c.token = Some(PROVIDER_TOKEN.into());
+        if !faults.is_empty() {
+            c.fault_injection = Some(faults);
+        }
+    })
+    .await;
+    let clock = ManualClock::new(Utc::now());
+    let (store, db) = db::store(backend, Arc::new(clock.clone())).await;
+    register(&store, &provider).await;
+    Lx {
+        clock,
+        main: Replica::new(store, "replica-a"),
+        provider,
+        _db: db,
+    }
+}
+
+pub async fn register(store: &Store, provider: &Harness) {
+    let caps = provider.provider.as_ref().unwrap().engine().capabilities();
+    store
+        .upsert_provider(
+            "local",
+            &provider.base_url(),
+            PROVIDER_TOKEN,
+            &serde_json::to_value(caps).unwrap(),
+        )
+        .await
+        .unwrap();
+}
+
+impl Lx {
+    pub fn store(&self) -> &Store {
+        &self.main.store
+    }
+
+    pub async fn drain(&self) -> usize {
+        self.main.drain().await
+    }
+
+    pub fn advance(&self, seconds: i64) {
+        self.clock.advance(Duration::seconds(seconds));
+    }
+
+    pub async fn session(&self) -> Session {
+        self.store()
+            .create_session(
+                TENANT,
+                &CreateSession {
+                    title: Some("lifecycle".into()),
+                    metadata: json!({}),
+                    parent_session_id: None,
+                },
+            )
+            .await
+            .unwrap()
+    }
+
+    pub async fn run(
+        &self,
+        session: &Session,
+        spec: ResolvedSandboxSpec,
+        parent: Option<&RunId>,
+    ) -> Run {
+        self.store()
+            .create_run(
+                TENANT,
+                &session.id,
+                &CreateRun {
+                    parent_run_id: parent.cloned(),
+                    sandbox_spec: Some(spec),
+                    resolved_spec_hash: hash('c'),
+                    input: json!({ "prompt": "build it" }),
+                },
+            )
+            .await
+            .unwrap()
+    }
+
+    pub async fn record(&self, run: &RunId) -> ExecutionResourceRecord {
+        self.store().get_resource(run).await.unwrap()
+    }
+
+    /// Claims exactly one run for the runtime.
+    pub async fn claim_one(&self) -> Claim {
+        let mut claims = self
+            .store()
+            .claim_runs(Some(TENANT), "runtime-1", 1, ttl())
+            .await
+            .unwrap();
+        assert_eq!(claims.len(), 1, "one claim expected");
+        claims.remove(0)
+    }
+
+    pub async fn claim_none(&self) {
+        let claims = self
+            .store()
+            .claim_runs(Some(TENANT), "runtime-1", 10, ttl())
+            .await
+            .unwrap();
+        assert!(claims.is_empty(), "nothing claimable expected: {claims:?}");
+    }
+
+    pub async fn suspend(&self, claim: &Claim, reason: SuspensionReason, sequence: i64) {
+        self.store()
+            .suspend_run(
+                Some(TENANT),
+                &claim.run.id,
+                &SuspendRun {
+                    fencing_token: claim.lease.fencing_token,
+                    reason,
+                    checkpoint: NewCheckpoint {
+                        codec_version: "v1".into(),
+                        sequence,
+                        state: json!({ "step": sequence }),
+                        resolved_spec_hash: hash('c'),
+                    },
+                    interaction: Some(NewInteraction {
+                        interaction_type: InteractionType::Approval,
+                        allowed_decisions: vec!["approve".into(), "deny".into()],
+                        payload: json!({ "command": "make deploy" }),
+                        expires_at: None,
+                    }),
+                },
+            )
+            .await
+            .unwrap();
+    }
+}
+
+pub fn approve() -> ReplyInteraction {
+    ReplyInteraction {
+        decision: "approve".into(),
+        payload: json!({}),
+        expected_revision: None,
+    }
+}
