@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::store::LifecycleMetrics;
+
 #[derive(Debug, Default)]
 pub struct Metrics {
     pub lease_claims: AtomicU64,
@@ -15,6 +17,7 @@ pub struct Metrics {
     /// Requests currently held by a long-poll (snapshot or claims).
     pub long_polls_waiting: AtomicI64,
     pub http: HttpMetrics,
+    pub lifecycle: LifecycleCounters,
 }
 
 impl Metrics {
@@ -53,7 +56,187 @@ impl Metrics {
             self.long_polls_waiting.load(Ordering::Relaxed)
         );
         self.http.render(&mut out);
+        self.lifecycle.render(&mut out);
         out
+    }
+}
+
+type Labelled<K> = Mutex<BTreeMap<K, u64>>;
+
+fn bump<K: Ord>(map: &Labelled<K>, key: K) {
+    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    *map.entry(key).or_default() += 1;
+}
+
+fn read<K: Ord>(map: &Labelled<K>, key: &K) -> u64 {
+    let map = map.lock().unwrap_or_else(|e| e.into_inner());
+    map.get(key).copied().unwrap_or(0)
+}
+
+/// What the lifecycle coordinators of this process did.
+#[derive(Debug, Default)]
+pub struct LifecycleCounters {
+    /// `(disposition, outcome)`: outcome is `released`, `failed` (retried later) or
+    /// `forced_terminate` (the provider reported the sandbox broken).
+    releases: Labelled<(String, String)>,
+    /// By operation: `release`, `provision`, `restore`, `attach`.
+    retries: Labelled<String>,
+    /// `(endpoint, status)`: status is `ok`, the HTTP status of a provider error, or
+    /// `uncertain` / `unreachable` / `error` when there was none.
+    provider_calls: Labelled<(String, String)>,
+}
+
+impl LifecycleCounters {
+    pub fn release(&self, disposition: &str, outcome: &str) {
+        bump(&self.releases, (disposition.to_owned(), outcome.to_owned()));
+    }
+
+    pub fn retry(&self, operation: &str) {
+        bump(&self.retries, operation.to_owned());
+    }
+
+    pub fn provider_call(&self, endpoint: &str, status: &str) {
+        bump(
+            &self.provider_calls,
+            (endpoint.to_owned(), status.to_owned()),
+        );
+    }
+
+    pub fn releases(&self, disposition: &str, outcome: &str) -> u64 {
+        read(
+            &self.releases,
+            &(disposition.to_owned(), outcome.to_owned()),
+        )
+    }
+
+    pub fn retries(&self, operation: &str) -> u64 {
+        read(&self.retries, &operation.to_owned())
+    }
+
+    pub fn provider_calls(&self, endpoint: &str, status: &str) -> u64 {
+        read(
+            &self.provider_calls,
+            &(endpoint.to_owned(), status.to_owned()),
+        )
+    }
+
+    fn render(&self, out: &mut String) {
+        let name = "sagents_lifecycle_releases_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Sandbox releases by disposition and outcome.\n# TYPE {name} counter"
+        );
+        for ((disposition, outcome), n) in self
+            .releases
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            let _ = writeln!(
+                out,
+                "{name}{{disposition=\"{}\",outcome=\"{}\"}} {n}",
+                escape(disposition),
+                escape(outcome)
+            );
+        }
+        let name = "sagents_lifecycle_retries_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Provider operations scheduled for a retry with backoff.\n# TYPE {name} counter"
+        );
+        for (operation, n) in self
+            .retries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            let _ = writeln!(out, "{name}{{operation=\"{}\"}} {n}", escape(operation));
+        }
+        let name = "sagents_provider_calls_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Calls to sandbox providers by endpoint and status.\n# TYPE {name} counter"
+        );
+        for ((endpoint, status), n) in self
+            .provider_calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            let _ = writeln!(
+                out,
+                "{name}{{endpoint=\"{}\",status=\"{}\"}} {n}",
+                escape(endpoint),
+                escape(status)
+            );
+        }
+    }
+}
+
+/// The lifecycle gauges of `metrics_snapshot`, read from the database at scrape time.
+pub fn render_lifecycle_gauges(m: &LifecycleMetrics, out: &mut String) {
+    let gauges = [
+        (
+            "sagents_lifecycle_active_sandboxes",
+            "Execution resources `active`.",
+            m.active_sandboxes as f64,
+        ),
+        (
+            "sagents_lifecycle_retained_sandboxes",
+            "Execution resources `release_blocked` (compute kept).",
+            m.retained_sandboxes as f64,
+        ),
+        (
+            "sagents_lifecycle_pending_releases",
+            "Execution resources blocked, requested or failed.",
+            m.pending_releases as f64,
+        ),
+        (
+            "sagents_lifecycle_release_failures",
+            "Execution resources `release_failed`.",
+            m.release_failure_count as f64,
+        ),
+        (
+            "sagents_lifecycle_release_retry_count",
+            "Sum of the retry counts of all execution resources.",
+            m.release_retry_count as f64,
+        ),
+        (
+            "sagents_lifecycle_max_blocked_age_seconds",
+            "Age of the oldest `release_blocked` execution resource.",
+            m.max_blocked_age_seconds,
+        ),
+        (
+            "sagents_lifecycle_release_latency_average_seconds",
+            "Mean time from release requested to released.",
+            m.average_release_latency_seconds,
+        ),
+    ];
+    for (name, help, value) in gauges {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+        );
+    }
+    let name = "sagents_lifecycle_release_latency_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Release latency quantiles over the most recent releases.\n# TYPE {name} gauge"
+    );
+    for (q, v) in [
+        ("0.5", m.release_latency_p50_seconds),
+        ("0.95", m.release_latency_p95_seconds),
+        ("0.99", m.release_latency_p99_seconds),
+    ] {
+        let _ = writeln!(out, "{name}{{quantile=\"{q}\"}} {v}");
+    }
+    let name = "sagents_lifecycle_records";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Execution resources by state.\n# TYPE {name} gauge"
+    );
+    for (state, n) in &m.records_by_state {
+        let _ = writeln!(out, "{name}{{state=\"{}\"}} {n}", escape(state));
     }
 }
 
@@ -167,5 +350,53 @@ mod tests {
         assert!(text.contains(&format!("{b},le=\"0.5\"}} 2")));
         assert!(text.contains(&format!("{b},le=\"+Inf\"}} 2")));
         assert_eq!(m.http.requests("GET", "/v1/x/{id}", 200), 1);
+    }
+
+    #[test]
+    fn renders_lifecycle_counters_and_gauges() {
+        let m = Metrics::default();
+        m.lifecycle.release("snapshot_and_terminate", "released");
+        m.lifecycle.release("snapshot_and_terminate", "released");
+        m.lifecycle.release("terminate", "failed");
+        m.lifecycle.retry("release");
+        m.lifecycle.provider_call("release", "503");
+        let text = m.render_prometheus();
+        assert!(text.contains(
+            "sagents_lifecycle_releases_total{disposition=\"snapshot_and_terminate\",outcome=\"released\"} 2\n"
+        ));
+        assert!(text.contains(
+            "sagents_lifecycle_releases_total{disposition=\"terminate\",outcome=\"failed\"} 1\n"
+        ));
+        assert!(text.contains("sagents_lifecycle_retries_total{operation=\"release\"} 1\n"));
+        assert!(
+            text.contains("sagents_provider_calls_total{endpoint=\"release\",status=\"503\"} 1\n")
+        );
+        assert_eq!(
+            m.lifecycle.releases("snapshot_and_terminate", "released"),
+            2
+        );
+        assert_eq!(m.lifecycle.provider_calls("release", "ok"), 0);
+
+        let snapshot = LifecycleMetrics {
+            active_sandboxes: 3,
+            retained_sandboxes: 1,
+            pending_releases: 2,
+            release_failure_count: 1,
+            release_retry_count: 4,
+            max_blocked_age_seconds: 12.5,
+            average_release_latency_seconds: 0.25,
+            release_latency_p50_seconds: 0.2,
+            release_latency_p95_seconds: 0.5,
+            release_latency_p99_seconds: 0.75,
+            records_by_state: [("active".to_string(), 3)].into_iter().collect(),
+            generated_at: chrono::Utc::now(),
+        };
+        let mut out = String::new();
+        render_lifecycle_gauges(&snapshot, &mut out);
+        assert!(out.contains("sagents_lifecycle_active_sandboxes 3\n"));
+        assert!(out.contains("sagents_lifecycle_max_blocked_age_seconds 12.5\n"));
+        assert!(out.contains("sagents_lifecycle_release_latency_seconds{quantile=\"0.95\"} 0.5\n"));
+        assert!(out.contains("sagents_lifecycle_records{state=\"active\"} 3\n"));
+        assert!(out.contains("# TYPE sagents_lifecycle_pending_releases gauge\n"));
     }
 }

@@ -1,13 +1,13 @@
 //! The lifecycle coordinator: executes `plan()` for one leased run, writing each intent
 //! before the provider call and each outcome after it, fenced by the run's lease.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tracing::Instrument;
 
+use super::clients::ProviderClients;
 use super::machine::{ResourceState, ResourceTransitionError};
 use super::outcome::{self, BindKind, Next};
 use super::plan::{plan, Action, PlanInput};
@@ -18,7 +18,6 @@ use crate::domain::job::Job;
 use crate::domain::run::{Run, RunState};
 use crate::domain::{RunId, SuspensionId};
 use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient, Timeouts};
-use crate::providers::registry;
 use crate::providers::spec::ReleaseDisposition;
 use crate::providers::wire::{
     AttachRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest,
@@ -28,8 +27,6 @@ use crate::store::{LifecycleWork, RunEffect, Store, StoreError};
 
 /// Steps one `process` call may take (e.g. finish a release, then restore, then settle).
 pub const MAX_STEPS: usize = 8;
-/// How long a provider client is reused before its registration is read again.
-pub const CLIENT_CACHE_TTL: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CoordinatorError {
@@ -52,16 +49,11 @@ pub enum Processed {
     StepLimit,
 }
 
-struct CachedClient {
-    client: ProviderClient,
-    fetched: Instant,
-}
-
 pub struct Coordinator {
     store: Store,
     actor: String,
     timeouts: Timeouts,
-    clients: Mutex<HashMap<String, CachedClient>>,
+    clients: Arc<ProviderClients>,
 }
 
 /// What a step decided.
@@ -112,6 +104,21 @@ fn action_name(action: &Action) -> &'static str {
     }
 }
 
+/// The `status` label of a provider call.
+fn call_status<T>(result: &Result<T, ProviderCallError>) -> String {
+    match result {
+        Ok(_) => "ok".into(),
+        Err(
+            ProviderCallError::Recoverable { status, .. }
+            | ProviderCallError::Terminal { status, .. }
+            | ProviderCallError::Refused { status, .. },
+        ) => status.to_string(),
+        Err(ProviderCallError::Uncertain { .. }) => "uncertain".into(),
+        Err(ProviderCallError::Unreachable(_)) => "unreachable".into(),
+        Err(ProviderCallError::Config(_)) => "error".into(),
+    }
+}
+
 fn jitter() -> f64 {
     rand::random::<f64>() * 2.0 - 1.0
 }
@@ -123,11 +130,21 @@ fn waiting_for_retry(record: &ExecutionResourceRecord, now: DateTime<Utc>) -> bo
 impl Coordinator {
     /// `actor` names this replica in provider request contexts.
     pub fn new(store: Store, actor: impl Into<String>) -> Self {
+        let clients = Arc::new(ProviderClients::new(store.clone()));
+        Self::with_clients(store, actor, clients)
+    }
+
+    /// Shares provider clients with other users of the registry (e.g. claims).
+    pub fn with_clients(
+        store: Store,
+        actor: impl Into<String>,
+        clients: Arc<ProviderClients>,
+    ) -> Self {
         Self {
             store,
             actor: actor.into(),
             timeouts: Timeouts::default(),
-            clients: Mutex::new(HashMap::new()),
+            clients,
         }
     }
 
@@ -167,11 +184,10 @@ impl Coordinator {
         }
         match result {
             Err(CoordinatorError::Store(StoreError::LeaseLost)) => Ok(Processed::Superseded),
-            Err(CoordinatorError::Store(StoreError::Conflict { code, .. }))
-                if code == "resource.version_conflict" =>
-            {
-                Ok(Processed::Superseded)
-            }
+            Err(CoordinatorError::Store(StoreError::Conflict {
+                code: "resource.version_conflict",
+                ..
+            })) => Ok(Processed::Superseded),
             other => other,
         }
     }
@@ -280,9 +296,12 @@ impl Coordinator {
             )),
         };
         let now = self.now();
+        let counters = &self.store.metrics().lifecycle;
+        counters.provider_call("release", &call_status(&result));
+        let asked = w.record.disposition.unwrap_or(disposition);
         let record = match &result {
             Ok(receipt) => {
-                tracing::info!(duplicate = receipt.duplicate, "release confirmed");
+                tracing::info!(duplicate = receipt.duplicate, "release answered");
                 outcome::release_answered(w.record.clone(), receipt, now, jitter())?
             }
             Err(e) => {
@@ -291,6 +310,15 @@ impl Coordinator {
                 outcome::release_failed(w.record.clone(), e, now, jitter())?
             }
         };
+        let outcome = match record.state {
+            ResourceState::Released => "released",
+            ResourceState::ReleaseFailed => {
+                counters.retry("release");
+                "failed"
+            }
+            _ => "forced_terminate",
+        };
+        counters.release(asked.as_str(), outcome);
         self.commit(w, Next::plain(record)).await
     }
 
@@ -333,6 +361,8 @@ impl Coordinator {
             Err(e) => Err(e),
         };
         let now = self.now();
+        let counters = &self.store.metrics().lifecycle;
+        counters.provider_call(kind.as_str(), &call_status(&result));
         let next = match &result {
             Ok(handle) => {
                 tracing::info!(sandbox_id = %handle.r#ref.sandbox_id, "sandbox ready");
@@ -341,7 +371,11 @@ impl Coordinator {
             Err(e) => {
                 tracing::warn!(error = %e, "{} failed", kind.as_str());
                 self.forget_client_on(&w.record.provider_id, e);
-                outcome::bind_failed(w.record.clone(), kind, e, now, jitter())?
+                let next = outcome::bind_failed(w.record.clone(), kind, e, now, jitter())?;
+                if next.effect == RunEffect::None {
+                    counters.retry(kind.as_str());
+                }
+                next
             }
         };
         self.commit(w, next).await
@@ -487,42 +521,10 @@ impl Coordinator {
     }
 
     async fn client(&self, provider_id: &str) -> Result<ProviderClient, ProviderCallError> {
-        {
-            let cache = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(c) = cache.get(provider_id) {
-                if c.fetched.elapsed() < CLIENT_CACHE_TTL {
-                    return Ok(c.client.clone());
-                }
-            }
-        }
-        let record = self
-            .store
-            .get_provider(provider_id)
-            .await
-            .map_err(|e| ProviderCallError::Unreachable(format!("reading the provider: {e}")))?
-            .ok_or_else(|| {
-                ProviderCallError::Config(format!("provider `{provider_id}` is not registered"))
-            })?;
-        let client = registry::client_for(&record)?;
-        let mut cache = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        cache.insert(
-            provider_id.to_owned(),
-            CachedClient {
-                client: client.clone(),
-                fetched: Instant::now(),
-            },
-        );
-        Ok(client)
+        self.clients.get(provider_id).await
     }
 
-    /// A provider that cannot be reached may have moved: read its registration again next time.
     fn forget_client_on(&self, provider_id: &str, e: &ProviderCallError) {
-        if matches!(
-            e,
-            ProviderCallError::Unreachable(_) | ProviderCallError::Config(_)
-        ) {
-            let mut cache = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-            cache.remove(provider_id);
-        }
+        self.clients.forget_on(provider_id, e);
     }
 }

@@ -1,5 +1,6 @@
 //! The execution-resource lifecycle: the record, its state machine, the rules and the plan.
 
+pub mod clients;
 pub mod coordinator;
 pub mod machine;
 pub mod outcome;

@@ -47,6 +47,8 @@ struct Shared {
     coordinator: Arc<Coordinator>,
     store: Store,
     config: PoolConfig,
+    /// Held by the one idle worker that claims and waits for work.
+    turn: tokio::sync::Mutex<()>,
 }
 
 pub struct WorkerPool {
@@ -66,6 +68,7 @@ impl WorkerPool {
             coordinator,
             store,
             config,
+            turn: tokio::sync::Mutex::new(()),
         });
         let workers = (1..=shared.config.workers)
             .map(|n| tokio::spawn(worker(shared.clone(), n, shutdown.clone())))
@@ -172,34 +175,56 @@ async fn stopped(mut shutdown: watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stop| *stop).await;
 }
 
+/// One worker at a time holds the claim turn: it claims, and when nothing is due it waits
+/// for a notification, the next due time or the fallback poll. The others wait for the turn,
+/// so a notification costs one claim (plus one per run found), not one per worker.
 async fn worker(shared: Arc<Shared>, n: usize, shutdown: watch::Receiver<bool>) {
     let holder = format!("{}:w{n}", shared.config.replica_id);
-    let ttl = shared.ttl();
     let mut wake = shared.store.hub().subscribe_work();
-    let mut wake_open = true;
     loop {
-        if *shutdown.borrow() {
-            break;
-        }
-        wake.borrow_and_update();
-        let wait = match shared.store.claim_lifecycle_work(&holder, 1, ttl).await {
-            Ok(items) if !items.is_empty() => {
-                for work in items {
-                    shared.run_item(work, shutdown.clone()).await;
-                }
-                continue;
-            }
-            Ok(_) => shared.idle_wait().await,
-            Err(e) => {
-                tracing::warn!(holder = %holder, error = %e, "claiming lifecycle work failed");
-                CLAIM_ERROR_BACKOFF
-            }
+        let turn = tokio::select! {
+            turn = shared.turn.lock() => turn,
+            _ = stopped(shutdown.clone()) => break,
         };
-        tokio::select! {
-            changed = wake.changed(), if wake_open => wake_open = changed.is_ok(),
-            _ = tokio::time::sleep(wait.max(MIN_IDLE_WAIT)) => {}
-            _ = stopped(shutdown.clone()) => {}
+        let Some(items) = shared.find_work(&holder, &mut wake, &shutdown).await else {
+            break;
+        };
+        drop(turn);
+        for work in items {
+            shared.run_item(work, shutdown.clone()).await;
         }
     }
     tracing::debug!(holder = %holder, "lifecycle worker stopped");
+}
+
+impl Shared {
+    /// Claims until something is leased to `holder`; `None` once shutdown is requested.
+    async fn find_work(
+        &self,
+        holder: &str,
+        wake: &mut watch::Receiver<u64>,
+        shutdown: &watch::Receiver<bool>,
+    ) -> Option<Vec<LifecycleWork>> {
+        let ttl = self.ttl();
+        let mut wake_open = true;
+        loop {
+            if *shutdown.borrow() {
+                return None;
+            }
+            wake.borrow_and_update();
+            let wait = match self.store.claim_lifecycle_work(holder, 1, ttl).await {
+                Ok(items) if !items.is_empty() => return Some(items),
+                Ok(_) => self.idle_wait().await,
+                Err(e) => {
+                    tracing::warn!(holder = %holder, error = %e, "claiming lifecycle work failed");
+                    CLAIM_ERROR_BACKOFF
+                }
+            };
+            tokio::select! {
+                changed = wake.changed(), if wake_open => wake_open = changed.is_ok(),
+                _ = tokio::time::sleep(wait.max(MIN_IDLE_WAIT)) => {}
+                _ = stopped(shutdown.clone()) => return None,
+            }
+        }
+    }
 }
