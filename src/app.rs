@@ -10,8 +10,12 @@ use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::domain::validate;
+use crate::lifecycle::clients::ProviderClients;
+use crate::lifecycle::coordinator::Coordinator;
 use crate::metrics::Metrics;
 use crate::notify::{run_pg_listener, ChangeHub};
+use crate::scheduler::{PoolConfig, WorkerPool};
 use crate::service::shutdown::{self, Shutdown, ShutdownTrigger};
 use crate::service::token_cache::TokenCache;
 use crate::store::{Backend, Store, StoreError};
@@ -28,6 +32,8 @@ pub struct AppState {
     pub tokens: Arc<TokenCache>,
     /// Signs sandbox grants; the same on every replica.
     pub grant_secret: Arc<str>,
+    /// Clients of the registered sandbox providers, shared by claims and the coordinator.
+    pub providers: Arc<ProviderClients>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +53,9 @@ pub enum AppError {
 pub const INTERACTION_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 pub const IDEMPOTENCY_PURGE_INTERVAL: Duration = Duration::from_secs(3600);
 pub const IDEMPOTENCY_MAX_AGE_HOURS: i64 = 24;
+/// How long in-flight lifecycle work may run on after shutdown before its lease is handed
+/// back (the work is level-triggered: another replica or the next start picks it up).
+pub const LIFECYCLE_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 pub struct Application {
     listener: TcpListener,
@@ -89,6 +98,7 @@ impl Application {
         })?;
         let (trigger, shutdown) = shutdown::channel();
         let state = AppState {
+            providers: Arc::new(ProviderClients::new(store.clone())),
             store,
             config: Arc::new(config),
             hub,
@@ -134,6 +144,7 @@ impl Application {
             trigger,
         } = self;
         let tasks = spawn_background_tasks(&state);
+        let pool = start_lifecycle_pool(&state);
         let router = crate::http::router(state.clone());
         let signal = {
             let trigger = trigger.clone();
@@ -153,6 +164,7 @@ impl Application {
             .with_graceful_shutdown(signal)
             .await;
         trigger.trigger();
+        pool.join().await;
         for task in tasks {
             if let Err(e) = task.await {
                 tracing::error!(error = %e, "background task ended abnormally");
@@ -189,6 +201,38 @@ async fn os_signal() {
         _ = ctrl_c => {}
         _ = terminate => {}
     }
+}
+
+/// Names this process among the replicas sharing the database (lease holders, logs).
+fn replica_id() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| validate::name("hostname", h).is_ok() && h.len() <= 64)
+        .unwrap_or_else(|| "replica".into());
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("{host}-{}", &id[..8])
+}
+
+/// `config.workers` lifecycle workers, stopped by the shared shutdown.
+fn start_lifecycle_pool(state: &AppState) -> WorkerPool {
+    let replica = replica_id();
+    let coordinator = Coordinator::with_clients(
+        state.store.clone(),
+        format!("sagents:{replica}"),
+        state.providers.clone(),
+    );
+    let mut config = PoolConfig::new(
+        replica,
+        usize::try_from(state.config.workers).unwrap_or(1),
+        Duration::from_secs(state.config.lease_ttl_seconds),
+    );
+    config.shutdown_grace = LIFECYCLE_SHUTDOWN_GRACE;
+    WorkerPool::start(
+        Arc::new(coordinator),
+        state.store.clone(),
+        config,
+        state.shutdown.receiver(),
+    )
 }
 
 fn spawn_background_tasks(state: &AppState) -> Vec<JoinHandle<()>> {

@@ -8,6 +8,7 @@ use utoipa_axum::routes;
 
 use super::auth::Admin;
 use crate::app::AppState;
+use crate::metrics::render_lifecycle_gauges;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(metrics))
@@ -21,7 +22,12 @@ pub fn router() -> OpenApiRouter<AppState> {
     security(("bearer" = []))
 )]
 async fn metrics(State(state): State<AppState>, _admin: Admin) -> Response {
-    let mut res = state.metrics.render_prometheus().into_response();
+    let mut text = state.metrics.render_prometheus();
+    match state.store.lifecycle_metrics().await {
+        Ok(m) => render_lifecycle_gauges(&m, &mut text),
+        Err(e) => tracing::warn!(error = %e, "the lifecycle gauges could not be read"),
+    }
+    let mut res = text.into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),

@@ -51,6 +51,8 @@ async fn claim_runs(
             max: cmd.max.unwrap_or(1),
             ttl: state.config.lease_ttl(),
             wait: Duration::from_secs(cmd.wait_seconds.unwrap_or(0).into()),
+            grant_secret: state.grant_secret.as_bytes(),
+            providers: &state.providers,
         },
     )
     .await?;

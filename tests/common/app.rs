@@ -29,6 +29,8 @@ pub struct Options {
     pub manual_clock: bool,
     pub long_poll_max_seconds: Option<u64>,
     pub body_limit_bytes: Option<u64>,
+    /// Lifecycle workers (default: the configured 8); 0 to drive lifecycle work by hand.
+    pub workers: Option<u32>,
 }
 
 pub struct TestApp {
@@ -65,6 +67,9 @@ impl TestApp {
         }
         if let Some(limit) = opts.body_limit_bytes {
             config.body_limit_bytes = limit;
+        }
+        if let Some(workers) = opts.workers {
+            config.workers = workers;
         }
         let manual = opts
             .manual_clock
