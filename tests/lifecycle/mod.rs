@@ -15,6 +15,8 @@ use sagents::domain::session::Session;
 use sagents::domain::RunId;
 use sagents::lifecycle::coordinator::Coordinator;
 use sagents::lifecycle::record::ExecutionResourceRecord;
+use sagents::metrics::Metrics;
+use sagents::notify::ChangeHub;
 use sagents::providers::spec::{ResolvedSandboxSpec, WorkspaceMode};
 use sagents::scheduler::{PoolConfig, WorkerPool};
 use sagents::store::{Backend, Store};
@@ -46,7 +48,13 @@ macro_rules! both {
     };
 }
 
+mod blocking;
 mod coordinator;
+mod cycle;
+mod faults;
+mod fixture;
+mod pool;
+mod replicas;
 
 pub const TENANT: &str = "acme";
 pub const PROVIDER_TOKEN: &str = "provider-token";
@@ -68,6 +76,7 @@ pub fn spec(mode: WorkspaceMode, host: Option<&str>) -> ResolvedSandboxSpec {
 /// with `drain`.
 pub struct Replica {
     pub store: Store,
+    pub coordinator: Arc<Coordinator>,
     pub pool: WorkerPool,
     _stop: watch::Sender<bool>,
 }
@@ -77,9 +86,10 @@ impl Replica {
         let coordinator = Arc::new(Coordinator::new(store.clone(), name));
         let (stop, shutdown) = watch::channel(false);
         let config = PoolConfig::new(name, 0, std::time::Duration::from_secs(TTL_SECONDS));
-        let pool = WorkerPool::start(coordinator, store.clone(), config, shutdown);
+        let pool = WorkerPool::start(coordinator.clone(), store.clone(), config, shutdown);
         Replica {
             store,
+            coordinator,
             pool,
             _stop: stop,
         }
@@ -146,6 +156,19 @@ pub async fn register(store: &Store, provider: &Harness) {
 impl Lx {
     pub fn store(&self) -> &Store {
         &self.main.store
+    }
+
+    /// Another replica on the same database and clock, with its own pools, hub and metrics.
+    pub async fn replica(&self, name: &str) -> Replica {
+        let store = Store::connect(
+            self.store().url(),
+            Arc::new(self.clock.clone()),
+            ChangeHub::new(),
+            Arc::new(Metrics::default()),
+        )
+        .await
+        .unwrap();
+        Replica::new(store, name)
     }
 
     pub async fn drain(&self) -> usize {

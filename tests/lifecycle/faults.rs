@@ -1,0 +1,160 @@
+//! Provider failures injected into the real local provider: retries with backoff on the
+//! manual clock, and a broken sandbox forced to terminate.
+
+use chrono::{DateTime, Utc};
+use sagents::clock::Clock;
+use sagents::providers::spec::WorkspaceMode;
+use sagents::store::Backend;
+use serde_json::{json, Value};
+
+use super::fixture::{ax_with_faults, spec_json, Ax, Claimed};
+use crate::provider::proc_state;
+
+both!(
+    failing_releases_back_off_while_the_user_sees_nothing_and_end_released,
+    a_broken_sandbox_is_force_terminated_and_its_resume_fails_with_snapshot_lost,
+);
+
+fn time(v: &Value) -> DateTime<Utc> {
+    v.as_str()
+        .unwrap_or_else(|| panic!("a time, got {v}"))
+        .parse()
+        .unwrap()
+}
+
+fn now(ax: &Ax) -> DateTime<Utc> {
+    ax.app.clock.as_ref().unwrap().now()
+}
+
+/// A provisioned, claimed run with a file and a background process, then suspended.
+async fn suspended_with_work(ax: &Ax) -> (String, String, Claimed, i32) {
+    let session = ax.app.create_session().await;
+    let run = ax
+        .run_with(&session, spec_json(WorkspaceMode::Isolated, None), None)
+        .await;
+    ax.drain().await;
+    let claim = ax.claim().await;
+    ax.sh(&claim, "printf v1 > state.txt").await;
+    let pid = ax.background(&claim).await;
+    ax.suspend(&claim, "approval_required").await;
+    (session, run, claim, pid)
+}
+
+async fn failing_releases_back_off_while_the_user_sees_nothing_and_end_released(backend: Backend) {
+    // Each failed snapshot resumes the sandbox and answers a recoverable error.
+    let ax = ax_with_faults(backend, "snapshot=fail:times=3").await;
+    let (session, run, claim, pid) = suspended_with_work(&ax).await;
+    let user_view = ax.snapshot_bytes(&session).await;
+
+    assert_eq!(ax.drain().await, 1);
+    let first = ax.record(&run).await;
+    assert_eq!(first["state"], "release_failed");
+    assert_eq!(first["error"]["code"], "sandbox.snapshot_failed");
+    assert_eq!(first["error"]["retryable"], true);
+    let key = first["release_idempotency_key"].clone();
+    assert!(key.as_str().unwrap().ends_with(":release"));
+    let m = ax.metrics().await;
+    assert_eq!(m["release_failure_count"], 1);
+    assert_eq!(m["release_retry_count"], 1);
+    assert_eq!(m["pending_releases"], 1);
+
+    // Backoff: 1 s, 2 s, 4 s (±10 %), each attempt only once it is due.
+    let mut record = first;
+    for (attempt, delay) in [(1, 1.0), (2, 2.0), (3, 4.0)] {
+        assert_eq!(record["retry_count"], attempt);
+        assert_eq!(
+            record["release_idempotency_key"], key,
+            "one key for every retry"
+        );
+        assert_eq!(record["due_at"], record["next_retry_at"]);
+        let wait = (time(&record["next_retry_at"]) - now(&ax)).as_seconds_f64();
+        assert!(
+            (delay * 0.9..=delay * 1.1).contains(&wait),
+            "retry {attempt} in {wait} s, expected {delay} s ± 10 %"
+        );
+        assert_eq!(ax.drain().await, 0, "not due before its time");
+        assert_eq!(
+            proc_state(pid),
+            Some('S'),
+            "a recoverable failure leaves it running"
+        );
+        assert_eq!(ax.snapshot_bytes(&session).await, user_view);
+        ax.advance(wait.ceil() as i64);
+        assert_eq!(ax.drain().await, 1);
+        record = ax.record(&run).await;
+    }
+    assert_eq!(record["state"], "released");
+    assert_eq!(record["release_idempotency_key"], key);
+    assert_eq!(record["retry_count"], 0);
+    assert_eq!(record["next_retry_at"], json!(null));
+    assert_eq!(record["compute_released"], true);
+    assert_eq!(proc_state(pid), None);
+    assert_eq!(
+        ax.snapshot_bytes(&session).await,
+        user_view,
+        "the run stayed suspended, its interaction pending"
+    );
+    let counters = &ax.app.state.metrics.lifecycle;
+    assert_eq!(counters.retries("release"), 3);
+    assert_eq!(counters.releases("snapshot_and_terminate", "failed"), 3);
+    assert_eq!(counters.releases("snapshot_and_terminate", "released"), 1);
+    assert_eq!(counters.provider_calls("release", "503"), 3);
+    let m = ax.metrics().await;
+    assert_eq!(m["release_failure_count"], 0);
+    assert_eq!(m["release_retry_count"], 0);
+    assert!(m["average_release_latency_seconds"].as_f64().unwrap() >= 7.0);
+
+    ax.approve(&session).await;
+    ax.drain().await;
+    let resumed = ax.claim().await;
+    assert_eq!(resumed.kind, "resume");
+    assert_ne!(resumed.sandbox_id, claim.sandbox_id);
+    assert_eq!(ax.sh(&resumed, "cat state.txt").await, "v1");
+}
+
+async fn a_broken_sandbox_is_force_terminated_and_its_resume_fails_with_snapshot_lost(
+    backend: Backend,
+) {
+    // The snapshot fails and the paused sandbox cannot be brought back: a terminal error.
+    let ax = ax_with_faults(backend, "snapshot=fail:times=1;resume=fail:times=1").await;
+    let (session, run, _, pid) = suspended_with_work(&ax).await;
+    let user_view = ax.snapshot_bytes(&session).await;
+
+    assert_eq!(ax.drain().await, 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "released");
+    assert_eq!(record["disposition"], "terminate");
+    assert_eq!(record["release_purpose"], "forced_terminate");
+    assert!(record["release_idempotency_key"]
+        .as_str()
+        .unwrap()
+        .ends_with(":forced-terminate"));
+    assert_eq!(record["checkpoint_lost"], true);
+    assert_eq!(record["sandbox_checkpoint"], json!(null));
+    assert_eq!(record["compute_released"], true);
+    assert_eq!(record["error"]["code"], "sandbox.lost");
+    assert_eq!(
+        proc_state(pid),
+        None,
+        "a broken sandbox is never left running"
+    );
+    assert_eq!(ax.snapshot_bytes(&session).await, user_view);
+    let counters = &ax.app.state.metrics.lifecycle;
+    assert_eq!(
+        counters.releases("snapshot_and_terminate", "forced_terminate"),
+        1
+    );
+    assert_eq!(counters.releases("terminate", "released"), 1);
+
+    ax.approve(&session).await;
+    // Failing the run ends it, which makes its record due once more, to find nothing to do.
+    assert_eq!(ax.drain().await, 2);
+    let failed = ax.run(&run).await;
+    assert_eq!(failed.state.as_str(), "failed");
+    assert_eq!(failed.error.unwrap()["code"], "sandbox.snapshot_lost");
+    let (_, snap) = ax.app.snapshot(&session).await;
+    assert_eq!(snap["runs"][0]["status"], "failed");
+    ax.claim_none().await;
+    assert_eq!(ax.record(&run).await["state"], "released");
+    assert_eq!(ax.drain().await, 0);
+}
