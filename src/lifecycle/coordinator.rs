@@ -2,10 +2,12 @@
 //! before the provider call and each outcome after it, fenced by the run's lease.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tracing::Instrument;
+
+mod calls;
+use calls::call_status;
 
 use super::clients::ProviderClients;
 use super::machine::{ResourceState, ResourceTransitionError};
@@ -17,12 +19,8 @@ use crate::domain::interaction::{Suspension, SuspensionReason};
 use crate::domain::job::Job;
 use crate::domain::run::{Run, RunState};
 use crate::domain::{RunId, SuspensionId};
-use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient, Timeouts};
+use crate::providers::client::{ProviderCallError, Timeouts};
 use crate::providers::spec::ReleaseDisposition;
-use crate::providers::wire::{
-    AttachRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest,
-    SandboxHandle,
-};
 use crate::store::{LifecycleWork, RunEffect, Store, StoreError};
 
 /// Steps one `process` call may take (e.g. finish a release, then restore, then settle).
@@ -101,21 +99,6 @@ fn action_name(action: &Action) -> &'static str {
         Action::Attach => "attach",
         Action::Restore => "restore",
         Action::FailSnapshotLost => "fail_snapshot_lost",
-    }
-}
-
-/// The `status` label of a provider call.
-fn call_status<T>(result: &Result<T, ProviderCallError>) -> String {
-    match result {
-        Ok(_) => "ok".into(),
-        Err(
-            ProviderCallError::Recoverable { status, .. }
-            | ProviderCallError::Terminal { status, .. }
-            | ProviderCallError::Refused { status, .. },
-        ) => status.to_string(),
-        Err(ProviderCallError::Uncertain { .. }) => "uncertain".into(),
-        Err(ProviderCallError::Unreachable(_)) => "unreachable".into(),
-        Err(ProviderCallError::Config(_)) => "error".into(),
     }
 }
 
@@ -322,25 +305,6 @@ impl Coordinator {
         self.commit(w, Next::plain(record)).await
     }
 
-    fn release_request(&self, w: &Work, now: DateTime<Utc>) -> Option<ReleaseRequest> {
-        let record = &w.record;
-        let purpose = record.release_purpose.unwrap_or(ReleasePurpose::Suspend);
-        let reason = match (purpose, record.suspension_reason) {
-            (ReleasePurpose::Suspend, Some(r)) => r.as_str().to_string(),
-            (p, _) => p.as_str().to_string(),
-        };
-        Some(ReleaseRequest {
-            request: ReleaseSpec {
-                r#ref: record.sandbox_ref.clone()?,
-                disposition: record.disposition?,
-                reason,
-                expected_revision: None,
-                idempotency_key: record.release_idempotency_key.clone()?,
-            },
-            context: self.context(w, now, self.timeouts.release),
-        })
-    }
-
     async fn bind(
         &self,
         w: &mut Work,
@@ -379,61 +343,6 @@ impl Coordinator {
             }
         };
         self.commit(w, next).await
-    }
-
-    async fn call_bind(
-        &self,
-        client: &ProviderClient,
-        w: &Work,
-        kind: BindKind,
-        now: DateTime<Utc>,
-    ) -> Result<SandboxHandle, ProviderCallError> {
-        let record = &w.record;
-        let opts = self.call_options(w);
-        let key = || {
-            record
-                .bind_idempotency_key
-                .clone()
-                .unwrap_or_else(|| outcome::bind_idempotency_key(record, kind))
-        };
-        match kind {
-            BindKind::Provision => {
-                let req = ProvisionRequest {
-                    spec: record.sandbox_spec.clone(),
-                    owner_run_id: w.run.id.to_string(),
-                    tenant_id: w.tenant_id.clone(),
-                    idempotency_key: key(),
-                    context: self.context(w, now, self.timeouts.provision),
-                };
-                client.provision(&req, &opts).await
-            }
-            BindKind::Restore => {
-                let checkpoint = record.sandbox_checkpoint.clone().ok_or_else(|| {
-                    ProviderCallError::Config("the record holds no checkpoint".into())
-                })?;
-                let req = RestoreRequest {
-                    checkpoint,
-                    spec: record.sandbox_spec.clone(),
-                    owner_run_id: w.run.id.to_string(),
-                    idempotency_key: key(),
-                    context: self.context(w, now, self.timeouts.restore),
-                };
-                client.restore(&req, &opts).await
-            }
-            BindKind::Attach => {
-                let sandbox_id = record
-                    .sandbox_ref
-                    .as_ref()
-                    .map(|r| r.sandbox_id.clone())
-                    .ok_or_else(|| {
-                        ProviderCallError::Config("the record names no sandbox".into())
-                    })?;
-                let req = AttachRequest {
-                    context: self.context(w, now, self.timeouts.attach),
-                };
-                client.attach(&sandbox_id, &req, &opts).await
-            }
-        }
     }
 
     /// Writes an outcome, deciding first whether the record is due again now: level-triggered,
@@ -500,31 +409,5 @@ impl Coordinator {
         });
         self.save(w, record, RunEffect::None).await?;
         Ok(Step::Stop(Processed::Settled))
-    }
-
-    fn context(&self, w: &Work, now: DateTime<Utc>, timeout: Duration) -> RequestContext {
-        RequestContext {
-            actor: self.actor.clone(),
-            trace_id: Some(w.trace_id.clone()),
-            deadline: chrono::Duration::from_std(timeout)
-                .ok()
-                .and_then(|d| now.checked_add_signed(d)),
-            fencing_token: Some(w.token),
-        }
-    }
-
-    fn call_options(&self, w: &Work) -> CallOptions {
-        CallOptions {
-            request_id: Some(format!("{}-{}", w.trace_id, w.step)),
-            timeout: None,
-        }
-    }
-
-    async fn client(&self, provider_id: &str) -> Result<ProviderClient, ProviderCallError> {
-        self.clients.get(provider_id).await
-    }
-
-    fn forget_client_on(&self, provider_id: &str, e: &ProviderCallError) {
-        self.clients.forget_on(provider_id, e);
     }
 }

@@ -1,0 +1,139 @@
+//! The provider calls: requests built from the record, with the request context every call
+//! carries (actor, trace id, deadline, the lease's fencing token).
+
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+use super::{Coordinator, Work};
+use crate::lifecycle::outcome::{self, BindKind};
+use crate::lifecycle::rules::ReleasePurpose;
+use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient};
+use crate::providers::wire::{
+    AttachRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest,
+    SandboxHandle,
+};
+
+/// The `status` label of a provider call.
+pub(super) fn call_status<T>(result: &Result<T, ProviderCallError>) -> String {
+    match result {
+        Ok(_) => "ok".into(),
+        Err(
+            ProviderCallError::Recoverable { status, .. }
+            | ProviderCallError::Terminal { status, .. }
+            | ProviderCallError::Refused { status, .. },
+        ) => status.to_string(),
+        Err(ProviderCallError::Uncertain { .. }) => "uncertain".into(),
+        Err(ProviderCallError::Unreachable(_)) => "unreachable".into(),
+        Err(ProviderCallError::Config(_)) => "error".into(),
+    }
+}
+
+impl Coordinator {
+    pub(super) fn release_request(&self, w: &Work, now: DateTime<Utc>) -> Option<ReleaseRequest> {
+        let record = &w.record;
+        let purpose = record.release_purpose.unwrap_or(ReleasePurpose::Suspend);
+        let reason = match (purpose, record.suspension_reason) {
+            (ReleasePurpose::Suspend, Some(r)) => r.as_str().to_string(),
+            (p, _) => p.as_str().to_string(),
+        };
+        Some(ReleaseRequest {
+            request: ReleaseSpec {
+                r#ref: record.sandbox_ref.clone()?,
+                disposition: record.disposition?,
+                reason,
+                expected_revision: None,
+                idempotency_key: record.release_idempotency_key.clone()?,
+            },
+            context: self.context(w, now, self.timeouts.release),
+        })
+    }
+
+    pub(super) async fn call_bind(
+        &self,
+        client: &ProviderClient,
+        w: &Work,
+        kind: BindKind,
+        now: DateTime<Utc>,
+    ) -> Result<SandboxHandle, ProviderCallError> {
+        let record = &w.record;
+        let opts = self.call_options(w);
+        let key = || {
+            record
+                .bind_idempotency_key
+                .clone()
+                .unwrap_or_else(|| outcome::bind_idempotency_key(record, kind))
+        };
+        match kind {
+            BindKind::Provision => {
+                let req = ProvisionRequest {
+                    spec: record.sandbox_spec.clone(),
+                    owner_run_id: w.run.id.to_string(),
+                    tenant_id: w.tenant_id.clone(),
+                    idempotency_key: key(),
+                    context: self.context(w, now, self.timeouts.provision),
+                };
+                client.provision(&req, &opts).await
+            }
+            BindKind::Restore => {
+                let checkpoint = record.sandbox_checkpoint.clone().ok_or_else(|| {
+                    ProviderCallError::Config("the record holds no checkpoint".into())
+                })?;
+                let req = RestoreRequest {
+                    checkpoint,
+                    spec: record.sandbox_spec.clone(),
+                    owner_run_id: w.run.id.to_string(),
+                    idempotency_key: key(),
+                    context: self.context(w, now, self.timeouts.restore),
+                };
+                client.restore(&req, &opts).await
+            }
+            BindKind::Attach => {
+                let sandbox_id = record
+                    .sandbox_ref
+                    .as_ref()
+                    .map(|r| r.sandbox_id.clone())
+                    .ok_or_else(|| {
+                        ProviderCallError::Config("the record names no sandbox".into())
+                    })?;
+                let req = AttachRequest {
+                    context: self.context(w, now, self.timeouts.attach),
+                };
+                client.attach(&sandbox_id, &req, &opts).await
+            }
+        }
+    }
+
+    pub(super) fn context(
+        &self,
+        w: &Work,
+        now: DateTime<Utc>,
+        timeout: Duration,
+    ) -> RequestContext {
+        RequestContext {
+            actor: self.actor.clone(),
+            trace_id: Some(w.trace_id.clone()),
+            deadline: chrono::Duration::from_std(timeout)
+                .ok()
+                .and_then(|d| now.checked_add_signed(d)),
+            fencing_token: Some(w.token),
+        }
+    }
+
+    pub(super) fn call_options(&self, w: &Work) -> CallOptions {
+        CallOptions {
+            request_id: Some(format!("{}-{}", w.trace_id, w.step)),
+            timeout: None,
+        }
+    }
+
+    pub(super) async fn client(
+        &self,
+        provider_id: &str,
+    ) -> Result<ProviderClient, ProviderCallError> {
+        self.clients.get(provider_id).await
+    }
+
+    pub(super) fn forget_client_on(&self, provider_id: &str, e: &ProviderCallError) {
+        self.clients.forget_on(provider_id, e);
+    }
+}
