@@ -13,6 +13,7 @@ use crate::provider::proc_state;
 both!(
     failing_releases_back_off_while_the_user_sees_nothing_and_end_released,
     a_broken_sandbox_is_force_terminated_and_its_resume_fails_with_snapshot_lost,
+    provisions_are_retried_and_a_refused_one_fails_the_run,
 );
 
 fn time(v: &Value) -> DateTime<Utc> {
@@ -157,4 +158,41 @@ async fn a_broken_sandbox_is_force_terminated_and_its_resume_fails_with_snapshot
     ax.claim_none().await;
     assert_eq!(ax.record(&run).await["state"], "released");
     assert_eq!(ax.drain().await, 0);
+}
+
+async fn provisions_are_retried_and_a_refused_one_fails_the_run(backend: Backend) {
+    let ax = ax_with_faults(backend, "provision=recoverable:times=1").await;
+    let session = ax.app.create_session().await;
+    let run = ax
+        .run_with(&session, spec_json(WorkspaceMode::Isolated, None), None)
+        .await;
+    assert_eq!(ax.drain().await, 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "provisioning");
+    assert_eq!(record["retry_count"], 1);
+    let key = record["bind_idempotency_key"].clone();
+    assert_eq!(key, json!(format!("{run}:g1:provision")));
+    ax.claim_none().await;
+    ax.advance(2);
+    assert_eq!(ax.drain().await, 1);
+    let record = ax.record(&run).await;
+    assert_eq!(
+        (record["state"].clone(), record["generation"].clone()),
+        (json!("active"), json!(1))
+    );
+    assert_eq!(ax.app.state.metrics.lifecycle.retries("provision"), 1);
+
+    // The provider refuses a workspace outside its root: nothing to retry, the run fails.
+    let outside = spec_json(WorkspaceMode::ActiveWorkspace, Some("../../etc"));
+    let doomed = ax.run_with(&session, outside, None).await;
+    ax.drain().await;
+    let record = ax.record(&doomed).await;
+    assert_eq!(record["state"], "released");
+    assert_eq!(record["compute_released"], false, "nothing was ever bound");
+    assert_eq!(record["error"]["code"], "sandbox.workspace_outside_root");
+    let failed = ax.run(&doomed).await;
+    assert_eq!(failed.state.as_str(), "failed");
+    assert_eq!(failed.error.unwrap()["code"], "sandbox.provision_failed");
+    let claimed = ax.claim().await;
+    assert_eq!(claimed.run_id, run, "only the provisioned run is offered");
 }

@@ -11,7 +11,7 @@ use sagents::lifecycle::machine::ResourceState;
 use sagents::metrics::Metrics;
 use sagents::notify::ChangeHub;
 use sagents::providers::spec::WorkspaceMode;
-use sagents::scheduler::{PoolConfig, WorkerPool};
+use sagents::scheduler::{keep_lease, LeaseEnd, PoolConfig, WorkerPool};
 use sagents::store::{Backend, Store};
 use serde_json::json;
 use tokio::sync::watch;
@@ -178,4 +178,61 @@ async fn shutdown_hands_in_flight_work_back_for_another_replica() {
     assert_eq!(b.metrics().lease_takeovers.load(Ordering::Relaxed), 0);
     stop_b.send_replace(true);
     tokio::time::timeout(LIMIT, second.join()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keeper_gives_up_when_its_lease_is_taken_or_about_to_expire() {
+    let lx = super::lx(Backend::Postgres).await;
+    let b = lx.replica("replica-b").await;
+    let doomed = lx.replica("replica-c").await;
+    let s = lx.session().await;
+    lx.run(&s, spec(WorkspaceMode::Isolated, None), None).await;
+    lx.run(&s, spec(WorkspaceMode::Isolated, None), None).await;
+    // Renewals every 100 ms of real time.
+    let period_ttl = StdDuration::from_millis(300);
+
+    let lease = lx
+        .store()
+        .claim_lifecycle_work("replica-a:w1", 1, super::ttl())
+        .await
+        .unwrap()
+        .remove(0)
+        .lease;
+    let keeper = {
+        let store = lx.store().clone();
+        tokio::spawn(async move { keep_lease(&store, &lease, period_ttl).await })
+    };
+    lx.advance(super::TTL_SECONDS as i64 + 1);
+    let taken = b
+        .store
+        .claim_lifecycle_work("replica-b:w1", 2, super::ttl())
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 2, "the expired lease and the other run");
+    let end = tokio::time::timeout(LIMIT, keeper).await.unwrap().unwrap();
+    assert_eq!(end, LeaseEnd::Lost);
+
+    // A replica that cannot reach its database stops before its lease runs out.
+    for w in &taken {
+        b.store
+            .release_lease(&w.run.id, w.lease.fencing_token)
+            .await
+            .unwrap();
+    }
+    let lease = doomed
+        .store
+        .claim_lifecycle_work("replica-c:w1", 1, super::ttl())
+        .await
+        .unwrap()
+        .remove(0)
+        .lease;
+    doomed.store.close().await;
+    let keeper = {
+        let store = doomed.store.clone();
+        tokio::spawn(async move { keep_lease(&store, &lease, period_ttl).await })
+    };
+    lx.advance(super::TTL_SECONDS as i64 - 1);
+    lx.clock.advance(chrono::Duration::milliseconds(950));
+    let end = tokio::time::timeout(LIMIT, keeper).await.unwrap().unwrap();
+    assert_eq!(end, LeaseEnd::Expiring);
 }
