@@ -120,8 +120,9 @@ impl Shared {
     }
 
     /// Processes one leased run while its lease is kept; drops the work if the lease cannot be
-    /// kept, or if shutdown outlasts the grace period (then the lease is handed back).
-    async fn run_item(&self, work: LifecycleWork, shutdown: watch::Receiver<bool>) {
+    /// kept, or if shutdown outlasts the grace period (then the lease is handed back). False
+    /// when the work failed.
+    async fn run_item(&self, work: LifecycleWork, shutdown: watch::Receiver<bool>) -> bool {
         let run_id = work.run.id.clone();
         let lease = work.lease.clone();
         let grace = self.config.shutdown_grace;
@@ -132,7 +133,10 @@ impl Shared {
         tokio::select! {
             r = self.coordinator.process(work) => match r {
                 Ok(done) => tracing::debug!(run_id = %run_id, outcome = ?done, "lifecycle work done"),
-                Err(e) => tracing::warn!(run_id = %run_id, error = %e, "lifecycle work failed"),
+                Err(e) => {
+                    tracing::warn!(run_id = %run_id, error = %e, "lifecycle work failed");
+                    return false;
+                }
             },
             end = keep_lease(&self.store, &lease, self.config.lease_ttl) => {
                 tracing::warn!(run_id = %run_id, why = ?end, "lease not kept: lifecycle work dropped");
@@ -145,6 +149,7 @@ impl Shared {
                 self.hand_back(&run_id, lease.fencing_token).await;
             }
         }
+        true
     }
 
     async fn hand_back(&self, run_id: &crate::domain::RunId, token: i64) {
@@ -191,7 +196,13 @@ async fn worker(shared: Arc<Shared>, n: usize, shutdown: watch::Receiver<bool>) 
         };
         drop(turn);
         for work in items {
-            shared.run_item(work, shutdown.clone()).await;
+            if !shared.run_item(work, shutdown.clone()).await {
+                // The run is still due: do not spin on a failure that may persist.
+                tokio::select! {
+                    _ = tokio::time::sleep(CLAIM_ERROR_BACKOFF) => {}
+                    _ = stopped(shutdown.clone()) => {}
+                }
+            }
         }
     }
     tracing::debug!(holder = %holder, "lifecycle worker stopped");
