@@ -6,6 +6,7 @@ use sagents::store::Backend;
 use serde_json::json;
 
 use super::fixture::{ax, spec_json, Ax, Claimed};
+use super::running;
 use crate::provider::proc_state;
 
 both!(
@@ -53,7 +54,7 @@ async fn a_continue_job_holds_the_release_until_it_finishes(backend: Backend) {
     assert_eq!(record["blocking_job_ids"], json!([holding]));
     assert_eq!(record["disposition"], "snapshot_and_terminate");
     assert_eq!(record["due_at"], json!(null));
-    assert_eq!(proc_state(pid), Some('S'));
+    assert!(running(pid));
     ax.advance(24 * 3600);
     assert_eq!(
         ax.drain().await,
@@ -93,7 +94,7 @@ async fn a_child_run_holds_its_parent_until_the_child_is_released(backend: Backe
     let record = ax.record(&parent).await;
     assert_eq!(record["state"], "release_blocked");
     assert_eq!(record["blocking_child_run_ids"], json!([child]));
-    assert_eq!(proc_state(parent_pid), Some('S'));
+    assert!(running(parent_pid));
     let user_view = ax.snapshot_bytes(&session).await;
 
     ax.suspend(&child_claim, "input_required").await;

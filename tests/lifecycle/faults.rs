@@ -8,6 +8,7 @@ use sagents::store::Backend;
 use serde_json::{json, Value};
 
 use super::fixture::{ax_with_faults, spec_json, Ax, Claimed};
+use super::running;
 use crate::provider::proc_state;
 
 both!(
@@ -74,11 +75,7 @@ async fn failing_releases_back_off_while_the_user_sees_nothing_and_end_released(
             "retry {attempt} in {wait} s, expected {delay} s ± 10 %"
         );
         assert_eq!(ax.drain().await, 0, "not due before its time");
-        assert_eq!(
-            proc_state(pid),
-            Some('S'),
-            "a recoverable failure leaves it running"
-        );
+        assert!(running(pid), "a recoverable failure leaves it running");
         assert_eq!(ax.snapshot_bytes(&session).await, user_view);
         ax.advance(wait.ceil() as i64);
         assert_eq!(ax.drain().await, 1);

@@ -272,3 +272,8 @@ pub fn approve() -> ReplyInteraction {
         expected_revision: None,
     }
 }
+
+/// The process exists and is not stopped (a paused sandbox would show `T`).
+pub fn running(pid: i32) -> bool {
+    crate::provider::proc_state(pid).is_some_and(|s| s != 'T' && s != 't')
+}
