@@ -1,6 +1,7 @@
 //! The HTTP API: one file per resource, the error type, extractors, layers and the OpenAPI
 //! document.
 
+pub mod admin_providers;
 pub mod admin_tokens;
 pub mod auth;
 pub mod commands;
@@ -41,6 +42,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(runtime::router())
         .merge(jobs::router())
         .merge(admin_tokens::router())
+        .merge(admin_providers::router())
         .merge(health::router())
         .merge(metrics::router())
 }
