@@ -27,6 +27,22 @@ pub enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Work with sandbox providers.
+    #[command(subcommand)]
+    Provider(ProviderCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProviderCommand {
+    /// Run the plugin API v3 conformance checks against a provider; exits non-zero on a failure.
+    Check {
+        /// The provider's base URL, e.g. `http://127.0.0.1:9100`.
+        #[arg(long)]
+        url: String,
+        /// The provider's bearer token.
+        #[arg(long)]
+        token: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,9 +5,10 @@ use clap::Parser;
 
 use sagents::app::Application;
 use sagents::clock::{Clock, SystemClock};
-use sagents::config::{Cli, Command, Config, TokenCommand};
+use sagents::config::{Cli, Command, Config, ProviderCommand, TokenCommand};
 use sagents::metrics::Metrics;
 use sagents::notify::ChangeHub;
+use sagents::providers::conformance;
 use sagents::service::tokens::tenant_for;
 use sagents::store::Store;
 use sagents::{http, telemetry};
@@ -43,6 +44,12 @@ async fn main() -> anyhow::Result<()> {
             let (_, secret) = store.create_token(role, tenant.as_deref()).await?;
             store.close().await;
             println!("{secret}");
+        }
+        Command::Provider(ProviderCommand::Check { url, token }) => {
+            let results = conformance::run_checks(&url, token.as_deref()).await;
+            if !conformance::print_report(&results) {
+                anyhow::bail!("the provider at {url} does not conform to plugin API v3");
+            }
         }
     }
     Ok(())

@@ -2,6 +2,7 @@
 //! document.
 
 pub mod admin_lifecycle;
+pub mod admin_providers;
 pub mod admin_tokens;
 pub mod auth;
 pub mod commands;
@@ -43,6 +44,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(jobs::router())
         .merge(admin_tokens::router())
         .merge(admin_lifecycle::router())
+        .merge(admin_providers::router())
         .merge(health::router())
         .merge(metrics::router())
 }

@@ -29,7 +29,7 @@ pub const BEARER: &str = "bearer";
         (name = "runs", description = "Runs: created by the runtime, cancelled or resumed by the frontend, driven by the lease holder"),
         (name = "runtime", description = "Runtime workers: claims and leases"),
         (name = "jobs", description = "Runtime: background jobs of a run"),
-        (name = "admin", description = "Operator: tokens, execution resources and metrics"),
+        (name = "admin", description = "Operator: tokens, providers, execution resources and metrics"),
         (name = "health", description = "Liveness and readiness (no token)"),
     )
 )]
