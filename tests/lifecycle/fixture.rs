@@ -4,7 +4,6 @@
 use reqwest::Method;
 use sagents::domain::run::Run;
 use sagents::providers::client::{CallOptions, ProviderCallError};
-use sagents::providers::registry::{self, RegisterProvider};
 use sagents::providers::spec::WorkspaceMode;
 use sagents::providers::wire::{ExecResponse, SandboxState};
 use serde_json::{json, Value};
@@ -45,16 +44,17 @@ pub async fn ax_with(backend: Backend, faults: &str, opts: Options) -> Ax {
         }
     })
     .await;
-    registry::register_provider(
-        app.store(),
-        &RegisterProvider {
-            provider_id: "local".into(),
-            base_url: provider.base_url(),
-            token: PROVIDER_TOKEN.into(),
-        },
+    app.post_ok(
+        "/v1/admin/providers",
+        &app.admin,
+        &json!({
+            "provider_id": "local",
+            "base_url": provider.base_url(),
+            "token": PROVIDER_TOKEN,
+        }),
+        201,
     )
-    .await
-    .unwrap();
+    .await;
     let driver = Replica::new(app.store().clone(), "driver");
     Ax {
         app,
