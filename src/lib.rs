@@ -11,5 +11,6 @@ pub mod metrics;
 pub mod notify;
 pub mod providers;
 pub mod service;
+pub mod snapshot_cache;
 pub mod store;
 pub mod telemetry;
