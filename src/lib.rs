@@ -12,5 +12,6 @@ pub mod notify;
 pub mod providers;
 pub mod scheduler;
 pub mod service;
+pub mod snapshot_cache;
 pub mod store;
 pub mod telemetry;

@@ -8,12 +8,18 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::snapshot_cache::SnapshotCache;
+
 pub const PG_CHANNEL: &str = "sagents_changes";
+/// How long a revision read from PostgreSQL is trusted without a notification confirming it.
+const REMOTE_TRUST: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
 pub struct ChangeHub {
     sessions: Mutex<HashMap<String, watch::Sender<i64>>>,
     work: watch::Sender<u64>,
+    /// Known revisions and snapshots, kept current by every publish.
+    pub cache: SnapshotCache,
 }
 
 impl Default for ChangeHub {
@@ -21,6 +27,7 @@ impl Default for ChangeHub {
         Self {
             sessions: Mutex::new(HashMap::new()),
             work: watch::channel(0).0,
+            cache: SnapshotCache::default(),
         }
     }
 }
@@ -78,6 +85,7 @@ impl ChangeHub {
     }
 
     pub fn publish_session(&self, session_id: &str, revision: i64) {
+        self.cache.published(session_id, revision);
         let map = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tx) = map.get(session_id) {
             tx.send_replace(revision);
@@ -94,6 +102,7 @@ impl ChangeHub {
 
     /// Wakes every waiter so it re-reads the database (after a missed-notification window).
     pub fn resync(&self) {
+        self.cache.clear();
         let map = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         for tx in map.values() {
             tx.send_modify(|_| {});
@@ -151,6 +160,7 @@ pub async fn run_pg_listener(
             Ok(l) => {
                 backoff = Duration::from_millis(100);
                 hub.resync();
+                hub.cache.set_trust(Some(REMOTE_TRUST));
                 loop {
                     tokio::select! {
                         msg = l.try_recv() => match msg {
@@ -164,6 +174,7 @@ pub async fn run_pg_listener(
             }
             Err(e) => tracing::warn!(error = %e, "change listener could not connect"),
         }
+        hub.cache.disable();
         hub.resync();
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}

@@ -48,6 +48,8 @@ impl Store {
                     .after_connect(|conn, _| Box::pin(sqlite_reader_pragmas(conn)))
                     .connect(&url)
                     .await?;
+                // This process is the only writer: every commit updates the cache.
+                hub.cache.set_trust(None);
                 (Backend::Sqlite, write, read)
             }
             Backend::Postgres => {

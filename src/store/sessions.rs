@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use serde_json::json;
 use sqlx::AnyConnection;
 
@@ -98,22 +100,47 @@ impl Store {
 
     /// The current revision only: the cheap path behind `304 Not Modified`.
     pub async fn session_revision(&self, tenant: Option<&str>, id: &SessionId) -> StoreResult<i64> {
-        let row = sqlx::query(
-            "SELECT revision FROM sessions WHERE id = $1 AND ($2 IS NULL OR tenant_id = $2)",
-        )
-        .bind(id.as_str())
-        .bind(tenant)
-        .fetch_optional(&self.inner.read)
-        .await?;
-        match row {
-            Some(row) => rows::int(&row, "revision"),
-            None => Err(StoreError::NotFound("session")),
+        let cache = &self.inner.hub.cache;
+        if let Some(known) = cache.get(id.as_str()) {
+            return if sees(tenant, &known.tenant) {
+                Ok(known.revision)
+            } else {
+                Err(StoreError::NotFound("session"))
+            };
+        }
+        let epoch = cache.epoch();
+        let row = sqlx::query("SELECT tenant_id, revision FROM sessions WHERE id = $1")
+            .bind(id.as_str())
+            .fetch_optional(&self.inner.read)
+            .await?;
+        let Some(row) = row else {
+            return Err(StoreError::NotFound("session"));
+        };
+        let (owner, revision) = (rows::text(&row, "tenant_id")?, rows::int(&row, "revision")?);
+        cache.confirm(epoch, id.as_str(), &owner, revision, None);
+        if sees(tenant, &owner) {
+            Ok(revision)
+        } else {
+            Err(StoreError::NotFound("session"))
         }
     }
 
     /// The snapshot, read in one consistent read transaction. Runs are ordered by
     /// creation, pending interactions by request time then id.
     pub async fn snapshot(&self, tenant: Option<&str>, id: &SessionId) -> StoreResult<Snapshot> {
+        let cache = &self.inner.hub.cache;
+        if let Some(known) = cache.get(id.as_str()) {
+            if !sees(tenant, &known.tenant) {
+                return Err(StoreError::NotFound("session"));
+            }
+            if let Some(snapshot) = known
+                .snapshot
+                .filter(|s| s.session.revision == known.revision)
+            {
+                return Ok(Snapshot::clone(&snapshot));
+            }
+        }
+        let epoch = cache.epoch();
         let mut tx = self.begin_consistent_read().await?;
         let session = find_session(&mut tx, tenant, id.as_str()).await?;
         let runs = sqlx::query(
@@ -139,10 +166,19 @@ impl Store {
             .map(rows::pending_interaction)
             .collect::<StoreResult<Vec<_>>>()?;
         tx.commit().await?;
-        Ok(Snapshot {
+        let owner = session.tenant_id.clone();
+        let snapshot = Snapshot {
             session: rows::snapshot_session(session),
             runs,
             pending_interactions,
-        })
+        };
+        cache.confirm(
+            epoch,
+            id.as_str(),
+            &owner,
+            snapshot.session.revision,
+            Some(Arc::new(snapshot.clone())),
+        );
+        Ok(snapshot)
     }
 }

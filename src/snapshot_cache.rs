@@ -1,0 +1,207 @@
+//! What this replica knows of each session's current revision and of the snapshot at that
+//! revision. A snapshot's bytes change if and only if its revision changes, so a snapshot read
+//! at revision R stays valid for as long as R is current; every commit (local, or remote through
+//! notifications) raises the known revision. Revisions read from the database are trusted for
+//! a configured window: forever with SQLite (this process is the only writer), briefly with
+//! PostgreSQL, so a missed cross-replica notification heals within that window.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::domain::snapshot::Snapshot;
+
+const MAX_ENTRIES: usize = 100_000;
+const NEVER: u64 = 0;
+const FOREVER: u64 = u64::MAX;
+
+#[derive(Debug)]
+pub struct SnapshotCache {
+    entries: Mutex<Entries>,
+    trust_ms: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    map: HashMap<String, Entry>,
+    /// Bumped on every clear, so a database read that started before it is not recorded.
+    epoch: u64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    /// Unknown until a database read confirms the entry.
+    tenant: Option<String>,
+    revision: i64,
+    confirmed: Instant,
+    snapshot: Option<Arc<Snapshot>>,
+}
+
+/// A cached view, valid for the caller only if its tenant matches.
+pub struct Known {
+    pub tenant: String,
+    pub revision: i64,
+    pub snapshot: Option<Arc<Snapshot>>,
+}
+
+impl Default for SnapshotCache {
+    fn default() -> Self {
+        Self {
+            entries: Mutex::new(Entries::default()),
+            trust_ms: AtomicU64::new(NEVER),
+        }
+    }
+}
+
+impl SnapshotCache {
+    /// `None`: trust database reads until a commit says otherwise (single writer).
+    pub fn set_trust(&self, window: Option<Duration>) {
+        let ms = window.map_or(FOREVER, |w| u64::try_from(w.as_millis()).unwrap_or(FOREVER));
+        self.trust_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Stops trusting anything (notifications can no longer be relied on).
+    pub fn disable(&self) {
+        self.trust_ms.store(NEVER, Ordering::Relaxed);
+        self.clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Call before reading from the database; pass the result to `confirm`.
+    pub fn epoch(&self) -> u64 {
+        self.lock().epoch
+    }
+
+    /// The session's current revision (and snapshot, when one was read at it), if trusted.
+    pub fn get(&self, session_id: &str) -> Option<Known> {
+        let trust = self.trust_ms.load(Ordering::Relaxed);
+        if trust == NEVER {
+            return None;
+        }
+        let entries = self.lock();
+        let e = entries.map.get(session_id)?;
+        let tenant = e.tenant.clone()?;
+        let fresh = trust == FOREVER || e.confirmed.elapsed() < Duration::from_millis(trust);
+        fresh.then(|| Known {
+            tenant,
+            revision: e.revision,
+            snapshot: e.snapshot.clone(),
+        })
+    }
+
+    /// Records a revision read from the database (with the snapshot, if one was read).
+    pub fn confirm(
+        &self,
+        epoch: u64,
+        session_id: &str,
+        tenant: &str,
+        revision: i64,
+        snapshot: Option<Arc<Snapshot>>,
+    ) {
+        if self.trust_ms.load(Ordering::Relaxed) == NEVER {
+            return;
+        }
+        let mut entries = self.lock();
+        if entries.epoch != epoch {
+            return;
+        }
+        let e = entries
+            .map
+            .entry(session_id.to_owned())
+            .or_insert_with(|| Entry {
+                tenant: None,
+                revision,
+                confirmed: Instant::now(),
+                snapshot: None,
+            });
+        e.tenant = Some(tenant.to_owned());
+        // A commit published while this read was in flight may already know a newer revision.
+        if revision >= e.revision {
+            e.revision = revision;
+            e.confirmed = Instant::now();
+            if snapshot.is_some()
+                || e.snapshot
+                    .as_ref()
+                    .is_some_and(|s| s.session.revision != revision)
+            {
+                e.snapshot = snapshot;
+            }
+        }
+    }
+
+    /// A commit made `revision` current.
+    pub fn published(&self, session_id: &str, revision: i64) {
+        let mut entries = self.lock();
+        if entries.map.len() >= MAX_ENTRIES && !entries.map.contains_key(session_id) {
+            entries.map.clear();
+            entries.epoch += 1;
+        }
+        let e = entries
+            .map
+            .entry(session_id.to_owned())
+            .or_insert_with(|| Entry {
+                tenant: None,
+                revision,
+                confirmed: Instant::now(),
+                snapshot: None,
+            });
+        if revision > e.revision {
+            e.revision = revision;
+            e.snapshot = None;
+        }
+    }
+
+    /// Forgets everything (after notifications may have been missed).
+    pub fn clear(&self) {
+        let mut entries = self.lock();
+        entries.map.clear();
+        entries.epoch += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untrusted_until_configured() {
+        let c = SnapshotCache::default();
+        c.confirm(c.epoch(), "s", "t", 3, None);
+        assert!(c.get("s").is_none());
+        c.set_trust(None);
+        c.confirm(c.epoch(), "s", "t", 3, None);
+        assert_eq!(c.get("s").map(|k| k.revision), Some(3));
+    }
+
+    #[test]
+    fn a_publish_wins_over_an_older_read_in_flight() {
+        let c = SnapshotCache::default();
+        c.set_trust(None);
+        let before_read = c.epoch();
+        // A commit lands while a read of revision 4 is in flight, before anything is cached.
+        c.published("s", 5);
+        assert!(c.get("s").is_none(), "the tenant is not known yet");
+        c.confirm(before_read, "s", "t", 4, None);
+        let k = c.get("s").unwrap();
+        assert_eq!((k.tenant.as_str(), k.revision), ("t", 5));
+        let stale = c.epoch();
+        c.clear();
+        c.confirm(stale, "s", "t", 4, None);
+        assert!(
+            c.get("s").is_none(),
+            "a read from before a clear is not recorded"
+        );
+    }
+
+    #[test]
+    fn a_short_trust_window_expires() {
+        let c = SnapshotCache::default();
+        c.set_trust(Some(Duration::from_millis(0)));
+        c.confirm(c.epoch(), "s", "t", 3, None);
+        assert!(c.get("s").is_none());
+    }
+}
