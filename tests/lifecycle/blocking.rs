@@ -6,8 +6,7 @@ use sagents::store::Backend;
 use serde_json::json;
 
 use super::fixture::{ax, spec_json, Ax, Claimed};
-use super::running;
-use crate::provider::proc_state;
+use super::{assert_gone, running};
 
 both!(
     a_continue_job_holds_the_release_until_it_finishes,
@@ -71,7 +70,7 @@ async fn a_continue_job_holds_the_release_until_it_finishes(backend: Backend) {
     let record = ax.record(&run).await;
     assert_eq!(record["state"], "released");
     assert_eq!(record["blocking_job_ids"], json!([]));
-    assert_eq!(proc_state(pid), None);
+    assert_gone(pid, "the process is gone").await;
     assert_eq!(ax.snapshot_bytes(&session).await, user_view);
 }
 
@@ -112,6 +111,6 @@ async fn a_child_run_holds_its_parent_until_the_child_is_released(backend: Backe
     let record = ax.record(&parent).await;
     assert_eq!(record["state"], "released");
     assert_eq!(record["blocking_child_run_ids"], json!([]));
-    assert_eq!(proc_state(parent_pid), None);
+    assert_gone(parent_pid, "the process is gone").await;
     assert_eq!(ax.snapshot_bytes(&session).await, user_view_after_child);
 }

@@ -98,7 +98,7 @@ async fn an_isolated_run_is_released_on_suspend_and_restored_on_resume(backend: 
     );
     assert!(record.sandbox_checkpoint.is_some());
     assert!(record.released_at.is_some());
-    assert_eq!(proc_state(pid), None, "no process outlives the release");
+    assert_gone(pid, "no process outlives the release").await;
     assert_eq!(sandbox_state(&lx, &first).await, SandboxState::Terminated);
     let after = lx.store().snapshot(Some(TENANT), &s.id).await.unwrap();
     assert_eq!(
@@ -167,7 +167,7 @@ async fn an_isolated_run_is_released_on_suspend_and_restored_on_resume(backend: 
     let record = lx.record(&run.id).await;
     assert_eq!(record.state, ResourceState::Released);
     assert_eq!(record.disposition, Some(ReleaseDisposition::Terminate));
-    assert_eq!(proc_state(pid), None, "no sandbox outlives its run");
+    assert_gone(pid, "no sandbox outlives its run").await;
     assert_eq!(sandbox_state(&lx, &second).await, SandboxState::Terminated);
     assert_eq!(lx.drain().await, 0);
 }

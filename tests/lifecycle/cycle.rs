@@ -8,7 +8,7 @@ use sagents::store::Backend;
 use serde_json::json;
 
 use super::fixture::{ax, spec_json};
-use super::running;
+use super::{assert_gone, running};
 use crate::common::app::expect_problem;
 use crate::provider::proc_state;
 
@@ -54,11 +54,7 @@ async fn an_isolated_sandbox_is_snapshotted_away_and_restored_with_its_files(bac
     assert_eq!(record["disposition"], "snapshot_and_terminate");
     assert_eq!(record["compute_released"], true);
     assert!(record["sandbox_checkpoint"]["checkpoint_id"].is_string());
-    assert_eq!(
-        proc_state(pid),
-        None,
-        "no process of a released sandbox runs"
-    );
+    assert_gone(pid, "no process of a released sandbox runs").await;
     assert_eq!(
         ax.sandbox_state(&claim.sandbox_id).await,
         SandboxState::Terminated
@@ -100,7 +96,7 @@ async fn an_isolated_sandbox_is_snapshotted_away_and_restored_with_its_files(bac
     assert_eq!(record["state"], "released");
     assert_eq!(record["disposition"], "terminate");
     assert_eq!(record["release_purpose"], "run_ended");
-    assert_eq!(proc_state(pid), None, "no sandbox outlives its run");
+    assert_gone(pid, "no sandbox outlives its run").await;
     assert_eq!(
         ax.sandbox_state(&resumed.sandbox_id).await,
         SandboxState::Terminated
@@ -132,7 +128,7 @@ async fn an_active_workspace_is_terminated_and_provisioned_fresh_over_its_host_f
     assert_eq!(record["state"], "released");
     assert_eq!(record["disposition"], "terminate");
     assert_eq!(record["sandbox_checkpoint"], json!(null));
-    assert_eq!(proc_state(pid), None);
+    assert_gone(pid, "the process is gone").await;
     assert_eq!(
         std::fs::read_to_string(host.join("plan.md")).unwrap(),
         "draft",
@@ -230,11 +226,7 @@ async fn a_policy_hold_keeps_the_sandbox_and_never_counts_it_released(backend: B
     ax.complete(&resumed).await;
     assert_eq!(ax.drain().await, 1);
     assert_eq!(ax.record(&run).await["state"], "released");
-    assert_eq!(
-        proc_state(pid),
-        None,
-        "the run's end terminates even a held sandbox"
-    );
+    assert_gone(pid, "the run's end terminates even a held sandbox").await;
 }
 
 async fn the_operator_routes_explain_a_run_without_changing_it(backend: Backend) {

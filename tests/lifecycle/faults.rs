@@ -8,8 +8,7 @@ use sagents::store::Backend;
 use serde_json::{json, Value};
 
 use super::fixture::{ax_with_faults, spec_json, Ax, Claimed};
-use super::running;
-use crate::provider::proc_state;
+use super::{assert_gone, running};
 
 both!(
     failing_releases_back_off_while_the_user_sees_nothing_and_end_released,
@@ -86,7 +85,7 @@ async fn failing_releases_back_off_while_the_user_sees_nothing_and_end_released(
     assert_eq!(record["retry_count"], 0);
     assert_eq!(record["next_retry_at"], json!(null));
     assert_eq!(record["compute_released"], true);
-    assert_eq!(proc_state(pid), None);
+    assert_gone(pid, "the process is gone").await;
     assert_eq!(
         ax.snapshot_bytes(&session).await,
         user_view,
@@ -131,11 +130,7 @@ async fn a_broken_sandbox_is_force_terminated_and_its_resume_fails_with_snapshot
     assert_eq!(record["sandbox_checkpoint"], json!(null));
     assert_eq!(record["compute_released"], true);
     assert_eq!(record["error"]["code"], "sandbox.lost");
-    assert_eq!(
-        proc_state(pid),
-        None,
-        "a broken sandbox is never left running"
-    );
+    assert_gone(pid, "a broken sandbox is never left running").await;
     assert_eq!(ax.snapshot_bytes(&session).await, user_view);
     let counters = &ax.app.state.metrics.lifecycle;
     assert_eq!(

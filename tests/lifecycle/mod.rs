@@ -277,3 +277,15 @@ pub fn approve() -> ReplyInteraction {
 pub fn running(pid: i32) -> bool {
     crate::provider::proc_state(pid).is_some_and(|s| s != 'T' && s != 't')
 }
+
+/// A killed process can take a moment to be gone; waits for it (bounded).
+pub async fn assert_gone(pid: i32, why: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while crate::provider::proc_state(pid).is_some() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pid {pid} still runs: {why}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
