@@ -170,12 +170,12 @@ impl Store {
         tx.finish(self, result).await
     }
 
-    /// `NotFound("execution resource")` when the run has no record.
+    /// `NotFound("execution_resource")` when the run has no record.
     pub async fn get_resource(&self, run_id: &RunId) -> StoreResult<ExecutionResourceRecord> {
         let mut conn = self.inner.read.acquire().await?;
         self.load_resource(&mut conn, run_id.as_str(), false)
             .await?
-            .ok_or(StoreError::NotFound("execution resource"))
+            .ok_or(StoreError::NotFound("execution_resource"))
     }
 }
 
@@ -271,7 +271,7 @@ impl Store {
         let current = self
             .load_resource(tx.conn(), run_id.as_str(), true)
             .await?
-            .ok_or(StoreError::NotFound("execution resource"))?;
+            .ok_or(StoreError::NotFound("execution_resource"))?;
         if current.version != record.version {
             return Err(StoreError::conflict(
                 "resource.version_conflict",
@@ -318,7 +318,7 @@ impl Store {
                 .await?;
                 self.load_resource(tx.conn(), run_id.as_str(), false)
                     .await?
-                    .ok_or(StoreError::NotFound("execution resource"))
+                    .ok_or(StoreError::NotFound("execution_resource"))
             }
             _ => Ok(saved),
         }

@@ -68,7 +68,7 @@ async fn a_run_with_a_spec_gets_a_due_record(backend: Backend) {
     for id in [plain.id, RunId::new()] {
         assert!(matches!(
             f.store.get_resource(&id).await,
-            Err(StoreError::NotFound("execution resource"))
+            Err(StoreError::NotFound("execution_resource"))
         ));
     }
 }
