@@ -162,7 +162,10 @@ async fn ten_thousand_long_polls_are_cheap() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let growth_mb = rss_kib(server.0.id()).saturating_sub(baseline) / 1024;
-    eprintln!("SCALE baseline_kib={baseline} held_kib={}", rss_kib(server.0.id()));
+    eprintln!(
+        "SCALE baseline_kib={baseline} held_kib={}",
+        rss_kib(server.0.id())
+    );
     assert!(
         growth_mb < MAX_RSS_GROWTH_MB,
         "{WAITERS} waiting long-polls grew the server by {growth_mb} MB"
