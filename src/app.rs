@@ -46,8 +46,6 @@ pub enum AppError {
         #[source]
         source: std::io::Error,
     },
-    #[error("server failed: {0}")]
-    Serve(#[source] std::io::Error),
 }
 
 pub const INTERACTION_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
@@ -158,11 +156,7 @@ impl Application {
             }
         };
         tracing::info!(%local_addr, "listening");
-        // A make-service clones the router by reference count; serving the router itself
-        // would rebuild its route table for every connection.
-        let served = axum::serve(listener, router.into_make_service())
-            .with_graceful_shutdown(signal)
-            .await;
+        crate::http::serve::serve(listener, router, signal).await;
         trigger.trigger();
         pool.join().await;
         for task in tasks {
@@ -172,7 +166,7 @@ impl Application {
         }
         state.store.close().await;
         tracing::info!("stopped");
-        served.map_err(AppError::Serve)
+        Ok(())
     }
 }
 

@@ -72,7 +72,8 @@ impl<R: RoleMarker> FromRequestParts<AppState> for Auth<R> {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let principal = match parts.extensions.get::<Principal>() {
             Some(p) => p.clone(),
-            None => authenticate(&parts.headers, state).await?,
+            // Boxed: a long-poll should not carry a token lookup's state while it waits.
+            None => Box::pin(authenticate(&parts.headers, state)).await?,
         };
         if principal.role != R::ROLE {
             return Err(ApiError::forbidden(format!(

@@ -1,56 +1,30 @@
-//! Cross-cutting layers: metrics, tracing spans, panics and non-problem error bodies.
+//! Cross-cutting layers: tracing spans, panics and non-problem error bodies.
 
 use std::any::Any;
-use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::MatchedPath;
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_http::classify::ServerErrorsFailureClass;
 use tower_http::trace::{MakeSpan, OnFailure, OnResponse};
 use tracing::Span;
 
 use super::error::{ApiError, PROBLEM_JSON};
-use super::request_id::{self, RequestId};
-use crate::app::AppState;
+use super::request_id::RequestId;
 
 pub const UNMATCHED_ROUTE: &str = "unmatched";
 
-fn route_of<B>(req: &axum::http::Request<B>) -> String {
+pub(super) fn route_of<B>(req: &axum::http::Request<B>) -> String {
     req.extensions()
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| UNMATCHED_ROUTE.to_owned())
 }
 
-/// The outer envelope of every request, in one layer so a waiting request holds one small
-/// future: the request id (kept or generated, echoed, in problem bodies), problem bodies
-/// for framework errors, and the request metrics.
-pub async fn envelope(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let method = req.method().clone();
-    let route = route_of(&req);
-    let started = Instant::now();
-    let id = request_id::assign(&mut req);
-    let mut res = request_id::scope(id.clone(), async move {
-        let res = next.run(req).await;
-        problem_body(res)
-    })
-    .await;
-    request_id::echo(&mut res, &id);
-    state.metrics.http.observe(
-        method.as_str(),
-        &route,
-        res.status().as_u16(),
-        started.elapsed(),
-    );
-    res
-}
-
 /// Gives an error response that is not already a problem (405 from the router, a framework
 /// rejection) a problem body with a stable code.
-fn problem_body(res: Response) -> Response {
+pub(super) fn problem_body(res: Response) -> Response {
     let status = res.status();
     let is_problem = res
         .headers()

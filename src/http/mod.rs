@@ -6,6 +6,7 @@ pub mod admin_providers;
 pub mod admin_tokens;
 pub mod auth;
 pub mod commands;
+pub mod envelope;
 pub mod error;
 pub mod extract;
 pub mod health;
@@ -18,6 +19,7 @@ pub mod openapi;
 pub mod request_id;
 pub mod runs;
 pub mod runtime;
+pub mod serve;
 pub mod sessions;
 pub mod strict;
 
@@ -69,7 +71,7 @@ pub fn router(state: AppState) -> Router {
                 .on_response(RequestSpan)
                 .on_failure(RequestSpan),
         )
-        .layer(from_fn_with_state(state.clone(), layers::envelope))
+        .layer(envelope::EnvelopeLayer::new(state.metrics.clone()))
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)
 }

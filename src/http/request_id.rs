@@ -1,6 +1,8 @@
 //! `x-request-id`: kept when the client sent a sane one, generated otherwise, echoed on every
 //! response and available to problem bodies while the request runs.
 
+use std::sync::Arc;
+
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
@@ -12,12 +14,12 @@ pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub struct RequestId(pub String);
 
 tokio::task_local! {
-    static CURRENT: String;
+    static CURRENT: Arc<str>;
 }
 
 /// The id of the request handled by the current task, if any.
 pub fn current() -> Option<String> {
-    CURRENT.try_with(Clone::clone).ok()
+    CURRENT.try_with(|id| id.to_string()).ok()
 }
 
 fn is_sane(id: &str) -> bool {
@@ -43,9 +45,9 @@ pub fn assign(req: &mut Request) -> String {
     id
 }
 
-/// Runs `fut` with `id` as the current request id.
-pub async fn scope<F: std::future::Future>(id: String, fut: F) -> F::Output {
-    CURRENT.scope(id, fut).await
+/// Runs `f` with `id` as the current request id.
+pub fn sync_scope<R>(id: Arc<str>, f: impl FnOnce() -> R) -> R {
+    CURRENT.sync_scope(id, f)
 }
 
 pub fn echo(res: &mut Response, id: &str) {

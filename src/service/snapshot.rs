@@ -30,7 +30,8 @@ pub struct SnapshotRead<'a> {
 }
 
 /// Answers from the revision alone while nothing changed; reads the full snapshot only when
-/// it has. A waiting request holds one in-memory subscription and no database connection.
+/// it has. A waiting request holds one in-memory subscription and no database connection;
+/// database reads are boxed so that their state is not part of the waiting future.
 pub async fn read_snapshot(
     store: &Store,
     shutdown: &Shutdown,
@@ -39,13 +40,13 @@ pub async fn read_snapshot(
 ) -> StoreResult<SnapshotOutcome> {
     let Some(inm) = q.if_none_match else {
         return Ok(SnapshotOutcome::Current(
-            store.snapshot(q.tenant, q.session_id).await?,
+            Box::pin(store.snapshot(q.tenant, q.session_id)).await?,
         ));
     };
     // Subscribe before reading, so a change between the read and the wait is not missed.
     let mut watch =
         (!q.wait.is_zero()).then(|| store.hub().subscribe_session(q.session_id.as_str()));
-    let mut revision = store.session_revision(q.tenant, q.session_id).await?;
+    let mut revision = Box::pin(store.session_revision(q.tenant, q.session_id)).await?;
     if let Some(watch) = watch.as_mut() {
         let _waiting = WaitingGuard::new(metrics);
         let deadline = Instant::now() + q.wait;
@@ -61,13 +62,12 @@ pub async fn read_snapshot(
             if !changed {
                 break;
             }
-            revision = store.session_revision(q.tenant, q.session_id).await?;
+            revision = Box::pin(store.session_revision(q.tenant, q.session_id)).await?;
         }
     }
     if if_none_match_matches(inm, revision) {
         Ok(SnapshotOutcome::NotModified { revision })
     } else {
-        // Boxed: a waiting request should not carry this read's state while it waits.
         let snapshot = Box::pin(store.snapshot(q.tenant, q.session_id)).await?;
         Ok(SnapshotOutcome::Current(snapshot))
     }
