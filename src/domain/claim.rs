@@ -37,6 +37,9 @@ pub struct ClaimSandbox {
     pub r#ref: serde_json::Value,
     pub generation: i64,
     pub grant: String,
+    /// The provider's generation of the compute, which the grant names (internal).
+    #[serde(skip)]
+    pub grant_generation: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -52,7 +52,6 @@ async fn claim_runs(
             ttl: state.config.lease_ttl(),
             wait: Duration::from_secs(cmd.wait_seconds.unwrap_or(0).into()),
             grant_secret: state.grant_secret.as_bytes(),
-            providers: &state.providers,
         },
     )
     .await?;

@@ -296,6 +296,7 @@ pub fn bind_succeeded(
     };
     record.state = record.state.next(event)?;
     record.generation += 1;
+    record.provider_generation = i64::try_from(handle.generation).ok();
     record.sandbox_ref = Some(handle.r#ref.clone());
     record.bind_idempotency_key = None;
     record.disposition = None;

@@ -60,9 +60,14 @@ fn a_ready_sandbox_is_the_next_generation_with_everything_cleared() {
         .unwrap()
         .record;
     assert_eq!(r.retry_count, 1);
-    let done = bind_succeeded(r, BindKind::Restore, &handle("sbx_2")).unwrap();
+    let restored = SandboxHandle {
+        generation: 5,
+        ..handle("sbx_2")
+    };
+    let done = bind_succeeded(r, BindKind::Restore, &restored).unwrap();
     assert_eq!(done.state, ResourceState::Active);
     assert_eq!(done.generation, 2);
+    assert_eq!(done.provider_generation, Some(5));
     assert_eq!(done.sandbox_ref, Some(sandbox_ref("sbx_2")));
     assert_eq!(done.bind_idempotency_key, None);
     assert_eq!(done.due_at, None);
@@ -77,9 +82,14 @@ fn a_ready_sandbox_is_the_next_generation_with_everything_cleared() {
     let mut blocked = record(ResourceState::ReleaseBlocked);
     blocked.disposition = Some(ReleaseDisposition::Detach);
     blocked.blocking_job_ids = vec![JobId::new()];
-    let attached = bind_succeeded(blocked, BindKind::Attach, &handle("sbx_1")).unwrap();
+    let kept = SandboxHandle {
+        generation: 3,
+        ..handle("sbx_1")
+    };
+    let attached = bind_succeeded(blocked, BindKind::Attach, &kept).unwrap();
     assert_eq!(attached.state, ResourceState::Active);
     assert_eq!(attached.generation, 2);
+    assert_eq!(attached.provider_generation, Some(3));
     assert!(attached.blocking_job_ids.is_empty());
     assert!(bind_succeeded(
         record(ResourceState::Released),

@@ -26,6 +26,7 @@ fn record(state: ResourceState) -> ExecutionResourceRecord {
         run_id: RunId::new(),
         generation: 1,
         provider_id: "local".into(),
+        provider_generation: Some(1),
         sandbox_ref: Some(sandbox_ref("sbx_1")),
         sandbox_spec: ResolvedSandboxSpec::example("local", WorkspaceMode::Isolated),
         run_resolved_spec_hash: format!("sha256:{}", "3".repeat(64)),

@@ -129,6 +129,7 @@ mod tests {
             run_id: RunId::new(),
             generation: 1,
             provider_id: "local".into(),
+            provider_generation: None,
             sandbox_ref: None,
             sandbox_spec: ResolvedSandboxSpec::example("local", mode),
             run_resolved_spec_hash: format!("sha256:{}", "3".repeat(64)),

@@ -17,6 +17,8 @@ pub struct ExecutionResourceRecord {
     /// 0 before the first bind, 1 at first bind, +1 on every attach, restore or re-provision.
     pub generation: i64,
     pub provider_id: String,
+    /// The provider's own generation of the compute; grants name it.
+    pub provider_generation: Option<i64>,
     pub sandbox_ref: Option<SandboxRef>,
     pub sandbox_spec: ResolvedSandboxSpec,
     pub run_resolved_spec_hash: String,

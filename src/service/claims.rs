@@ -7,9 +7,7 @@ use tokio::time::Instant;
 use super::shutdown::Shutdown;
 use super::snapshot::WaitingGuard;
 use crate::domain::claim::Claim;
-use crate::lifecycle::clients::ProviderClients;
 use crate::metrics::Metrics;
-use crate::providers::client::CallOptions;
 use crate::providers::grant;
 use crate::store::{Store, StoreResult};
 
@@ -26,7 +24,6 @@ pub struct ClaimWait<'a> {
     pub wait: Duration,
     /// Signs the grants of sandbox-backed claims.
     pub grant_secret: &'a [u8],
-    pub providers: &'a ProviderClients,
 }
 
 /// Claims ready runs; with a wait, retries on every work notification until something is
@@ -48,7 +45,7 @@ pub async fn claim(
             .await?;
         let remaining = deadline.saturating_duration_since(Instant::now());
         if !claims.is_empty() || remaining.is_zero() || shutdown.is_triggered() {
-            return Ok(with_grants(claims, q.grant_secret, q.providers).await);
+            return Ok(with_grants(claims, q.grant_secret));
         }
         tokio::select! {
             changed = work.changed(), if work_open => work_open = changed.is_ok(),
@@ -58,61 +55,24 @@ pub async fn claim(
     }
 }
 
-/// How long a claim waits for a provider to confirm a sandbox's generation.
-pub const GENERATION_LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// Fills each sandbox-backed claim's grant, valid as long as the lease. A grant names the
 /// provider's own generation of the sandbox, which is not the record's (an attach keeps it, a
-/// fresh provision starts it over), so the provider is asked; if it cannot answer, the
-/// record's generation is used.
-pub async fn with_grants(
-    mut claims: Vec<Claim>,
-    secret: &[u8],
-    providers: &ProviderClients,
-) -> Vec<Claim> {
+/// fresh provision starts it over); the record's is used only when none is stored.
+pub fn with_grants(mut claims: Vec<Claim>, secret: &[u8]) -> Vec<Claim> {
     for claim in &mut claims {
         let expires_at = claim.lease.expires_at;
         let Some(sandbox) = claim.sandbox.as_mut() else {
             continue;
         };
-        let field = |name: &str| sandbox.r#ref.get(name).and_then(|v| v.as_str());
-        let (Some(sandbox_id), Some(provider_id), Ok(recorded)) = (
-            field("sandbox_id"),
-            field("provider_id"),
-            u64::try_from(sandbox.generation),
-        ) else {
+        let sandbox_id = sandbox.r#ref.get("sandbox_id").and_then(|v| v.as_str());
+        let generation = sandbox.grant_generation.unwrap_or(sandbox.generation);
+        let (Some(sandbox_id), Ok(generation)) = (sandbox_id, u64::try_from(generation)) else {
             tracing::error!(run_id = %claim.run.id, "a claimed sandbox has no usable ref");
             continue;
         };
-        let generation = provider_generation(providers, provider_id, sandbox_id)
-            .await
-            .unwrap_or(recorded);
         sandbox.grant = grant::mint(secret, sandbox_id, generation, expires_at).token;
     }
     claims
-}
-
-async fn provider_generation(
-    providers: &ProviderClients,
-    provider_id: &str,
-    sandbox_id: &str,
-) -> Option<u64> {
-    let opts = CallOptions {
-        request_id: None,
-        timeout: Some(GENERATION_LOOKUP_TIMEOUT),
-    };
-    let looked_up = match providers.get(provider_id).await {
-        Ok(client) => client.inspect(sandbox_id, &opts).await,
-        Err(e) => Err(e),
-    };
-    match looked_up {
-        Ok(info) => Some(info.generation),
-        Err(e) => {
-            providers.forget_on(provider_id, &e);
-            tracing::warn!(%sandbox_id, error = %e, "the provider did not confirm the sandbox's generation");
-            None
-        }
-    }
 }
 
 #[cfg(test)]
@@ -156,32 +116,18 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn sandbox_claims_get_a_grant_that_ends_with_the_lease() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/claims.db", dir.path().display());
-        let store = crate::store::Store::connect(
-            &url,
-            std::sync::Arc::new(crate::clock::SystemClock),
-            crate::notify::ChangeHub::new(),
-            Default::default(),
-        )
-        .await
-        .unwrap();
-        store.migrate().await.unwrap();
-        // No provider is registered: the record's generation is used.
-        let providers = ProviderClients::new(store);
-        let sandbox = ClaimSandbox {
+    fn sandbox(generation: i64, grant_generation: Option<i64>) -> ClaimSandbox {
+        ClaimSandbox {
             r#ref: serde_json::json!({ "sandbox_id": "sbx_1", "provider_id": "local" }),
-            generation: 2,
+            generation,
             grant: String::new(),
-        };
-        let claims = with_grants(
-            vec![claim(Some(sandbox)), claim(None)],
-            b"secret",
-            &providers,
-        )
-        .await;
+            grant_generation,
+        }
+    }
+
+    #[test]
+    fn sandbox_claims_get_a_grant_that_ends_with_the_lease() {
+        let claims = with_grants(vec![claim(Some(sandbox(2, None))), claim(None)], b"secret");
         let lease_end = claims[0].lease.expires_at;
         let token = &claims[0].sandbox.as_ref().unwrap().grant;
         let before_end = lease_end - chrono::Duration::milliseconds(1);
@@ -190,5 +136,14 @@ mod tests {
         assert!(grant::verify(b"secret", token, "sbx_1", 2, lease_end).is_err());
         assert!(grant::verify(b"secret", token, "sbx_2", 2, before_end).is_err());
         assert!(claims[1].sandbox.is_none());
+    }
+
+    #[test]
+    fn the_grant_names_the_stored_provider_generation() {
+        let claims = with_grants(vec![claim(Some(sandbox(3, Some(1))))], b"secret");
+        let before_end = claims[0].lease.expires_at - chrono::Duration::milliseconds(1);
+        let token = &claims[0].sandbox.as_ref().unwrap().grant;
+        assert!(grant::verify(b"secret", token, "sbx_1", 1, before_end).is_ok());
+        assert!(grant::verify(b"secret", token, "sbx_1", 3, before_end).is_err());
     }
 }

@@ -33,8 +33,8 @@ impl Store {
     /// when it has a checkpoint). Each grant gets a new lease id and a fencing token from
     /// the monotonic source, expiring `ttl` from now. A run with a sandbox spec is ready only
     /// while its execution resource is `active` and not due; its claim carries the sandbox
-    /// ref and generation (the grant is minted by the caller). Oldest first. Counts claims
-    /// and take-overs in the metrics.
+    /// ref, generation and the provider's generation (the grant is minted by the caller, naming
+    /// the latter). Oldest first. Counts claims and take-overs in the metrics.
     pub async fn claim_runs(
         &self,
         tenant: Option<&str>,
@@ -458,6 +458,7 @@ impl Store {
             r#ref: sandbox_ref,
             generation: record.generation,
             grant: String::new(),
+            grant_generation: record.provider_generation,
         }))
     }
 }

@@ -184,7 +184,7 @@ impl Store {
              compute_released = $17, bind_idempotency_key = $18, retry_count = $19, \
              next_retry_at = $20, due_at = $21, error = $22, version = version + 1, \
              state_since = CASE WHEN state = $5 THEN state_since ELSE $23 END, \
-             updated_at = $23 \
+             updated_at = $23, provider_generation = $25 \
              WHERE run_id = $1 AND version = $2 AND EXISTS (SELECT 1 FROM runs \
                WHERE id = $1 AND fencing_token = $24 AND lease_expires_at > $23) \
              RETURNING {RESOURCE_COLS}"
@@ -220,6 +220,7 @@ impl Store {
             .bind(record.error.as_ref().map(rows::to_json).transpose()?)
             .bind(to_millis(tx.now))
             .bind(fencing_token)
+            .bind(record.provider_generation)
             .fetch_optional(tx.conn())
             .await?;
         row.as_ref().map(rows::resource).transpose()

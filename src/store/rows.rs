@@ -55,8 +55,8 @@ pub(super) const PROVIDER_COLS: &str =
     "provider_id, base_url, token, capabilities, created_at, updated_at";
 
 /// Every column of an execution-resource record (unqualified: usable in `RETURNING`).
-pub(super) const RESOURCE_COLS: &str = "run_id, generation, provider_id, sandbox_ref, \
-     sandbox_spec, run_resolved_spec_hash, state, disposition, sandbox_checkpoint, \
+pub(super) const RESOURCE_COLS: &str = "run_id, generation, provider_id, \
+     provider_generation, sandbox_ref, sandbox_spec, run_resolved_spec_hash, state, disposition, sandbox_checkpoint, \
      checkpoint_lost, suspension_id, suspension_reason, blocking_job_ids, \
      blocking_child_run_ids, release_idempotency_key, release_purpose, release_requested_at, \
      released_at, compute_released, bind_idempotency_key, retry_count, next_retry_at, due_at, \
@@ -377,6 +377,7 @@ pub(super) fn resource(row: &AnyRow) -> StoreResult<ExecutionResourceRecord> {
         run_id: RunId::from_trusted(text(row, "run_id")?),
         generation: int(row, "generation")?,
         provider_id: text(row, "provider_id")?,
+        provider_generation: opt_int(row, "provider_generation")?,
         sandbox_ref: opt_typed(row, "sandbox_ref")?,
         sandbox_spec: typed(row, "sandbox_spec")?,
         run_resolved_spec_hash: text(row, "run_resolved_spec_hash")?,

