@@ -413,16 +413,16 @@ async fn bad_input_is_refused_and_changes_nothing(backend: Backend) {
         if case.method == Method::POST {
             req = req.body(case.body.clone());
         }
-        let res = req.send().await.unwrap();
         eprintln!("case: {}", case.name);
-        let problem = expect_problem(res, case.status, case.code, case.field).await;
-        if case.code == "request.malformed_json" {
-            let detail = problem["detail"].as_str().unwrap();
-            assert!(
-                detail.contains("line 1") && detail.contains("column"),
-                "{}: {detail}",
-                case.name
-            );
+        let res = match req.send().await {
+            Ok(res) => Some(res),
+            // The server answers 413 from the length alone and closes; a client still writing
+            // the body may see the reset instead of that answer.
+            Err(e) if case.status == 413 && !e.is_connect() && !e.is_timeout() => None,
+            Err(e) => panic!("{}: {e}", case.name),
+        };
+        if let Some(res) = res {
+            check_problem(res, &case).await;
         }
         assert_eq!(
             app.snapshot(&s.session_id).await,
@@ -438,4 +438,16 @@ async fn bad_input_is_refused_and_changes_nothing(backend: Backend) {
         .await;
     assert_eq!(ok["run_status"], "resuming");
     app.stop().await;
+}
+
+async fn check_problem(res: reqwest::Response, case: &Case) {
+    let problem = expect_problem(res, case.status, case.code, case.field).await;
+    if case.code == "request.malformed_json" {
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("line 1") && detail.contains("column"),
+            "{}: {detail}",
+            case.name
+        );
+    }
 }

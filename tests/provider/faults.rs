@@ -33,10 +33,10 @@ async fn a_failed_snapshot_is_recoverable_only_once_the_sandbox_runs_again() {
         other => panic!("expected a recoverable error, got {other:?}"),
     }
     assert!(err.is_retryable());
-    assert_eq!(
-        proc_state(pid),
-        Some('S'),
-        "the sandbox is running again, not stopped"
+    let state = proc_state(pid);
+    assert!(
+        matches!(state, Some(s) if s != 'T' && s != 't'),
+        "the sandbox is running again, not stopped: {state:?}"
     );
     let info = h
         .client
