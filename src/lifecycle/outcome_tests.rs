@@ -23,33 +23,17 @@ fn sandbox_ref(id: &str) -> SandboxRef {
 
 fn record(state: ResourceState) -> ExecutionResourceRecord {
     ExecutionResourceRecord {
-        run_id: RunId::new(),
         generation: 1,
-        provider_id: "local".into(),
         provider_generation: Some(1),
         sandbox_ref: Some(sandbox_ref("sbx_1")),
-        sandbox_spec: ResolvedSandboxSpec::example("local", WorkspaceMode::Isolated),
-        run_resolved_spec_hash: format!("sha256:{}", "3".repeat(64)),
         state,
-        disposition: None,
-        sandbox_checkpoint: None,
-        checkpoint_lost: false,
-        suspension_id: None,
-        suspension_reason: None,
-        blocking_job_ids: vec![],
-        blocking_child_run_ids: vec![],
-        release_idempotency_key: None,
-        release_purpose: None,
-        release_requested_at: None,
-        released_at: None,
-        compute_released: false,
-        bind_idempotency_key: None,
-        retry_count: 0,
-        next_retry_at: None,
-        due_at: Some(now()),
-        error: None,
         version: 3,
-        updated_at: now(),
+        ..ExecutionResourceRecord::provisioning(
+            RunId::new(),
+            ResolvedSandboxSpec::example("local", WorkspaceMode::Isolated),
+            format!("sha256:{}", "3".repeat(64)),
+            now(),
+        )
     }
 }
 

@@ -126,33 +126,14 @@ mod tests {
 
     fn record(state: ResourceState, mode: WorkspaceMode) -> ExecutionResourceRecord {
         ExecutionResourceRecord {
-            run_id: RunId::new(),
             generation: 1,
-            provider_id: "local".into(),
-            provider_generation: None,
-            sandbox_ref: None,
-            sandbox_spec: ResolvedSandboxSpec::example("local", mode),
-            run_resolved_spec_hash: format!("sha256:{}", "3".repeat(64)),
             state,
-            disposition: None,
-            sandbox_checkpoint: None,
-            checkpoint_lost: false,
-            suspension_id: None,
-            suspension_reason: None,
-            blocking_job_ids: vec![],
-            blocking_child_run_ids: vec![],
-            release_idempotency_key: None,
-            release_purpose: None,
-            release_requested_at: None,
-            released_at: None,
-            compute_released: false,
-            bind_idempotency_key: None,
-            retry_count: 0,
-            next_retry_at: None,
-            due_at: Some(Utc::now()),
-            error: None,
-            version: 1,
-            updated_at: Utc::now(),
+            ..ExecutionResourceRecord::provisioning(
+                RunId::new(),
+                ResolvedSandboxSpec::example("local", mode),
+                format!("sha256:{}", "3".repeat(64)),
+                Utc::now(),
+            )
         }
     }
 

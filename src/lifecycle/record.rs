@@ -49,3 +49,43 @@ pub struct ExecutionResourceRecord {
     pub version: i64,
     pub updated_at: DateTime<Utc>,
 }
+
+impl ExecutionResourceRecord {
+    /// The record as it is created with its run: nothing bound yet, due at once.
+    pub fn provisioning(
+        run_id: RunId,
+        spec: ResolvedSandboxSpec,
+        run_resolved_spec_hash: String,
+        now: DateTime<Utc>,
+    ) -> Self {
+        ExecutionResourceRecord {
+            run_id,
+            generation: 0,
+            provider_id: spec.provider_id.clone(),
+            provider_generation: None,
+            sandbox_ref: None,
+            sandbox_spec: spec,
+            run_resolved_spec_hash,
+            state: ResourceState::Provisioning,
+            disposition: None,
+            sandbox_checkpoint: None,
+            checkpoint_lost: false,
+            suspension_id: None,
+            suspension_reason: None,
+            blocking_job_ids: vec![],
+            blocking_child_run_ids: vec![],
+            release_idempotency_key: None,
+            release_purpose: None,
+            release_requested_at: None,
+            released_at: None,
+            compute_released: false,
+            bind_idempotency_key: None,
+            retry_count: 0,
+            next_retry_at: None,
+            due_at: Some(now),
+            error: None,
+            version: 1,
+            updated_at: now,
+        }
+    }
+}

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::{
     activate, due_work, register, sandbox_ref, sandbox_run, save_and_release, settle, spec,
-    work_for, COORDINATOR, PROVIDER,
+    work_for, COORDINATOR,
 };
 use crate::store::{fx, hash, run_cmd, ttl, Fx, TTL};
 
@@ -35,35 +35,7 @@ async fn a_run_with_a_spec_gets_a_due_record(backend: Backend) {
     let now = f.store.now();
     assert_eq!(
         f.store.get_resource(&run.id).await.unwrap(),
-        ExecutionResourceRecord {
-            run_id: run.id.clone(),
-            generation: 0,
-            provider_id: PROVIDER.into(),
-            provider_generation: None,
-            sandbox_ref: None,
-            sandbox_spec: spec(),
-            run_resolved_spec_hash: hash('a'),
-            state: ResourceState::Provisioning,
-            disposition: None,
-            sandbox_checkpoint: None,
-            checkpoint_lost: false,
-            suspension_id: None,
-            suspension_reason: None,
-            blocking_job_ids: vec![],
-            blocking_child_run_ids: vec![],
-            release_idempotency_key: None,
-            release_purpose: None,
-            release_requested_at: None,
-            released_at: None,
-            compute_released: false,
-            bind_idempotency_key: None,
-            retry_count: 0,
-            next_retry_at: None,
-            due_at: Some(now),
-            error: None,
-            version: 1,
-            updated_at: now,
-        }
+        ExecutionResourceRecord::provisioning(run.id.clone(), spec(), hash('a'), now)
     );
     let plain = f.run(&s).await;
     for id in [plain.id, RunId::new()] {
