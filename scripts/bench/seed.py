@@ -40,7 +40,10 @@ def seed(base, front, runtime, count, out, lock):
         s, _ = c.call("POST", "/v1/sessions", front, {"title": "bench", "metadata": {"k": "v"}})
         sid = s["id"]
         c.call("POST", f"/v1/sessions/{sid}/runs", runtime, {"resolved_spec_hash": HASH, "input": {"q": 1}})
-        claims, _ = c.call("POST", "/v1/runtime/claims", runtime, {"worker_id": "bench", "max": 1})
+        # Seeders race for the oldest queued run; one claim per created run always finds one.
+        claims = {"claims": []}
+        while not claims["claims"]:
+            claims, _ = c.call("POST", "/v1/runtime/claims", runtime, {"worker_id": "bench", "max": 1, "wait_seconds": 1})
         claim = claims["claims"][0]
         run = claim["run"]
         c.call("POST", f"/v1/runs/{run['id']}/suspend", runtime, {
