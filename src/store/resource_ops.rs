@@ -255,12 +255,14 @@ impl Store {
                SELECT id FROM runs WHERE parent_run_id = $1 \
                UNION ALL \
                SELECT r.id FROM runs r JOIN d ON r.parent_run_id = d.id) \
-             SELECT e.run_id, e.state FROM d JOIN execution_resources e ON e.run_id = d.id",
+             SELECT e.run_id, e.state FROM d CROSS JOIN execution_resources e \
+             WHERE e.run_id = d.id",
         )
         .bind(run_id)
         .fetch_all(conn)
         .await?;
-        // Sorted here: an ORDER BY lets SQLite scan every record in key order instead.
+        // SQLite keeps a CROSS JOIN's left side outer; otherwise it may scan every record and
+        // probe `d`. Sorted here: an ORDER BY lets SQLite scan every record in key order too.
         let mut found = descendants
             .iter()
             .map(|row| {

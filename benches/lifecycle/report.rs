@@ -1,0 +1,271 @@
+//! What the bench measures, its knobs, and the markdown table it prints.
+
+use std::time::Duration;
+
+use sagents::store::Backend;
+
+use crate::claims::ClaimRates;
+use crate::db;
+use crate::drive::WORKERS;
+use crate::floor;
+use crate::stats::{list, median, rate, Latency};
+
+pub struct Knobs {
+    pub backends: Vec<Backend>,
+    pub n: usize,
+    pub reps: usize,
+    pub rate: f64,
+    pub seconds: f64,
+    pub local_n: usize,
+    pub local_latency: usize,
+    pub local_rate: f64,
+    pub m: usize,
+    pub lifecycle_m: usize,
+    pub bulk: usize,
+    pub floor_seconds: u64,
+    pub sqlite_floor_seconds: u64,
+    pub phases: Vec<String>,
+}
+
+fn knob<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v} is not a valid value")),
+        Err(_) => default,
+    }
+}
+
+pub const PHASES: [&str; 4] = ["floor", "noop", "local", "claims"];
+
+impl Knobs {
+    pub fn from_env() -> Self {
+        let backends = knob("LBENCH_BACKENDS", "sqlite,postgres".to_string())
+            .split(',')
+            .map(|b| match b.trim() {
+                "sqlite" => Backend::Sqlite,
+                "postgres" => Backend::Postgres,
+                other => panic!("LBENCH_BACKENDS: unknown backend `{other}`"),
+            })
+            .collect();
+        let k = Knobs {
+            backends,
+            n: knob("LBENCH_N", 2000),
+            reps: knob("LBENCH_REPS", 3),
+            rate: knob("LBENCH_RATE", 200.0),
+            seconds: knob("LBENCH_SECONDS", 5.0),
+            local_n: knob("LBENCH_LOCAL_N", 200),
+            local_latency: knob("LBENCH_LOCAL_LATENCY", 60),
+            local_rate: knob("LBENCH_LOCAL_RATE", 20.0),
+            m: knob("LBENCH_M", 2000),
+            lifecycle_m: knob("LBENCH_LIFECYCLE_M", 1000),
+            bulk: knob("LBENCH_BULK", 100_000),
+            floor_seconds: knob("LBENCH_FLOOR_SECONDS", 10),
+            sqlite_floor_seconds: knob("LBENCH_SQLITE_FLOOR_SECONDS", 3),
+            phases: knob("LBENCH_PHASES", PHASES.join(","))
+                .split(',')
+                .map(|p| p.trim().to_string())
+                .collect(),
+        };
+        for p in &k.phases {
+            assert!(
+                PHASES.contains(&p.as_str()),
+                "LBENCH_PHASES: unknown phase `{p}`"
+            );
+        }
+        assert!(
+            k.n > 0 && k.reps > 0 && k.local_n > 0 && k.m > 0 && k.lifecycle_m > 0,
+            "counts and rates must be positive"
+        );
+        assert!(k.rate > 0.0 && k.local_rate > 0.0, "rates must be positive");
+        assert!(k.local_latency > 0 && k.latency_runs() > 0);
+        k
+    }
+
+    pub fn runs(&self, phase: &str) -> bool {
+        self.phases.iter().any(|p| p == phase)
+    }
+
+    pub fn latency_runs(&self) -> usize {
+        (self.rate * self.seconds).round() as usize
+    }
+
+    /// pgbench runs once, for long; the SQLite loop is repeated, for short.
+    pub fn floor_runs(&self, backend: Backend) -> (usize, u64) {
+        match backend {
+            Backend::Sqlite => (self.reps, self.sqlite_floor_seconds),
+            Backend::Postgres => (1, self.floor_seconds),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Figures {
+    pub backend: Backend,
+    pub floor: Vec<f64>,
+    pub provision_rate: f64,
+    pub noop: Vec<f64>,
+    pub noop_latency: Latency,
+    pub noop_release_calls: usize,
+    pub noop_expected_calls: usize,
+    pub noop_retries: i64,
+    pub local: Vec<f64>,
+    pub local_latency: Latency,
+    pub local_retries: i64,
+    pub claims: ClaimRates,
+}
+
+impl Figures {
+    pub fn new(backend: Backend) -> Self {
+        Figures {
+            backend,
+            floor: Vec::new(),
+            provision_rate: 0.0,
+            noop: Vec::new(),
+            noop_latency: Latency::default(),
+            noop_release_calls: 0,
+            noop_expected_calls: 0,
+            noop_retries: 0,
+            local: Vec::new(),
+            local_latency: Latency::default(),
+            local_retries: 0,
+            claims: ClaimRates::default(),
+        }
+    }
+}
+
+fn ratio(a: &[f64], b: &[f64]) -> String {
+    let r = median(a) / median(b);
+    if r.is_nan() {
+        "–".into()
+    } else {
+        format!("{r:.2}")
+    }
+}
+
+fn row(out: &mut String, label: &str, cells: Vec<String>, target: &str) {
+    out.push_str(&format!("| {label} | {} | {target} |\n", cells.join(" | ")));
+}
+
+pub fn print(k: &Knobs, figures: &[Figures], took: Duration) {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cells = |f: &dyn Fn(&Figures) -> String| figures.iter().map(f).collect::<Vec<_>>();
+    let mut out = String::new();
+    out.push_str(&format!(
+        "## Lifecycle bench: suspend → released ({cores} cores, {WORKERS} workers, \
+         median of {} repetitions unless noted, {:.0} s in all)\n\n",
+        k.reps,
+        took.as_secs_f64()
+    ));
+    let names: Vec<&str> = figures.iter().map(|f| db::name(f.backend)).collect();
+    out.push_str(&format!("| measure | {} | target |\n", names.join(" | ")));
+    out.push_str(&format!("|---|{}---|\n", "---|".repeat(figures.len())));
+    row(
+        &mut out,
+        &format!("floor: single-row UPDATE tx/s ({} rows)", floor::ROWS),
+        cells(&|f| {
+            let how = match f.backend {
+                Backend::Sqlite => {
+                    format!("1 connection, {} × {} s", k.reps, k.sqlite_floor_seconds)
+                }
+                Backend::Postgres => format!("pgbench -c 8 -j 2 -T {}, 1 run", k.floor_seconds),
+            };
+            format!("{} ({how})", rate(median(&f.floor)))
+        }),
+        "",
+    );
+    row(
+        &mut out,
+        &format!("no-op provider: releases/s (N = {})", k.n),
+        cells(&|f| rate(median(&f.noop))),
+        "≥ 1000 SQLite, ≥ 500 PostgreSQL",
+    );
+    row(
+        &mut out,
+        "no-op releases/s ÷ floor tx/s",
+        cells(&|f| ratio(&f.noop, &f.floor)),
+        "",
+    );
+    row(
+        &mut out,
+        &format!(
+            "no-op: suspend commit → release received, ms p50 / p95 / p99 ({} runs at {:.0}/s)",
+            k.latency_runs(),
+            k.rate
+        ),
+        cells(&|f| f.noop_latency.cell()),
+        "p50 ≤ 20",
+    );
+    row(
+        &mut out,
+        &format!("local provider: releases/s (N = {})", k.local_n),
+        cells(&|f| rate(median(&f.local))),
+        "",
+    );
+    row(
+        &mut out,
+        &format!(
+            "local provider: suspend commit → record released, ms p50 / p95 / p99 ({} runs, one at a time)",
+            k.local_latency
+        ),
+        cells(&|f| f.local_latency.cell()),
+        "",
+    );
+    for (kind, m) in [("runtime", k.m), ("lifecycle", k.lifecycle_m)] {
+        let empty = |c: &ClaimRates| c.series(kind == "runtime").0.to_vec();
+        let loaded = |c: &ClaimRates| c.series(kind == "runtime").1.to_vec();
+        row(
+            &mut out,
+            &format!("{kind} claims/s, 1 per call over M = {m} due runs: empty database"),
+            cells(&|f| rate(median(&empty(&f.claims)))),
+            "",
+        );
+        row(
+            &mut out,
+            &format!(
+                "{kind} claims/s: the same with {} suspended runs (released records)",
+                k.bulk
+            ),
+            cells(&|f| rate(median(&loaded(&f.claims)))),
+            "",
+        );
+        row(
+            &mut out,
+            &format!("{kind} claims: loaded ÷ empty"),
+            cells(&|f| ratio(&loaded(&f.claims), &empty(&f.claims))),
+            "≥ 0.80",
+        );
+    }
+    out.push_str("\nEvery repetition:\n\n");
+    for f in figures {
+        let c = &f.claims;
+        out.push_str(&format!(
+            "- {}: floor [{}] tx/s; provisioning {} runs/s (no-op); no-op releases [{}]/s, \
+             {} release calls for {} runs, {} retries; no-op latency over {} runs, max {:.1} ms, \
+             at {:.0} suspends/s; local releases [{}]/s, {} retries, latency over {} runs, max \
+             {:.1} ms, at {:.1} suspends/s; runtime claims empty [{}] loaded [{}]; lifecycle claims empty [{}] \
+             loaded [{}]\n",
+            db::name(f.backend),
+            list(&f.floor),
+            rate(f.provision_rate),
+            list(&f.noop),
+            f.noop_release_calls,
+            f.noop_expected_calls,
+            f.noop_retries,
+            f.noop_latency.n,
+            f.noop_latency.max,
+            f.noop_latency.rate,
+            list(&f.local),
+            f.local_retries,
+            f.local_latency.n,
+            f.local_latency.max,
+            f.local_latency.rate,
+            list(&c.runtime_empty),
+            list(&c.runtime_loaded),
+            list(&c.lifecycle_empty),
+            list(&c.lifecycle_loaded),
+        ));
+    }
+    print!("{out}");
+}
