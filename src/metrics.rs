@@ -14,6 +14,9 @@ pub struct Metrics {
     pub lease_claims: AtomicU64,
     pub lease_takeovers: AtomicU64,
     pub fenced_rejections: AtomicU64,
+    /// Transactions the group commit wrote, and the record saves and lease hand-backs in them.
+    pub group_commits: AtomicU64,
+    pub grouped_writes: AtomicU64,
     /// Requests currently held by a long-poll (snapshot or claims).
     pub long_polls_waiting: AtomicI64,
     pub http: HttpMetrics,
@@ -43,6 +46,16 @@ impl Metrics {
                 "sagents_fenced_rejections_total",
                 "Writes refused because their fencing token was stale.",
                 &self.fenced_rejections,
+            ),
+            (
+                "sagents_group_commits_total",
+                "Transactions that wrote lifecycle record saves and lease hand-backs together.",
+                &self.group_commits,
+            ),
+            (
+                "sagents_grouped_writes_total",
+                "Lifecycle record saves and lease hand-backs written by those transactions.",
+                &self.grouped_writes,
             ),
         ];
         for (name, help, value) in counters {

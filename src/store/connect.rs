@@ -7,6 +7,7 @@ use sqlx::migrate::Migrator;
 use sqlx::AnyConnection;
 use sqlx::{Executor, Row};
 
+use super::group::GroupCommit;
 use super::{Backend, Inner, Store, StoreError, StoreResult};
 use crate::clock::Clock;
 use crate::domain::validate::ValidationError;
@@ -18,6 +19,8 @@ static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
 
 const SQLITE_READERS: u32 = 4;
 const POSTGRES_CONNECTIONS: u32 = 16;
+/// Groups of lifecycle writes one replica may write at once on PostgreSQL.
+const GROUP_WRITERS: usize = 4;
 
 impl Store {
     /// Opens the pools for `url` (`sqlite://path` — the file and its folder are created if
@@ -69,6 +72,10 @@ impl Store {
                 clock,
                 hub,
                 metrics,
+                group: GroupCommit::new(match backend {
+                    Backend::Sqlite => 1,
+                    Backend::Postgres => GROUP_WRITERS,
+                }),
             }),
         })
     }

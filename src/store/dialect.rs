@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
+use super::many::{params, value_rows};
 use super::rows;
 use super::{Backend, Store, StoreResult};
 use crate::clock::to_millis;
@@ -168,40 +169,89 @@ impl Store {
                     .bind(i64::from(max))
                     .fetch_all(&mut *conn)
                     .await?;
+                if due.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let last: i64 = sqlx::query(
+                    "UPDATE counters SET value = value + $1 \
+                     WHERE name = 'fencing_token' RETURNING value",
+                )
+                .bind(due.len() as i64)
+                .fetch_one(&mut *conn)
+                .await?
+                .try_get("value")?;
+                let first = last - due.len() as i64 + 1;
                 let mut leased = Vec::with_capacity(due.len());
-                for row in &due {
-                    let run_id = rows::text(row, "id")?;
-                    let token: i64 = sqlx::query(
-                        "UPDATE counters SET value = value + 1 \
-                         WHERE name = 'fencing_token' RETURNING value",
-                    )
-                    .fetch_one(&mut *conn)
-                    .await?
-                    .try_get("value")?;
-                    let lease_id = LeaseId::new().to_string();
-                    sqlx::query(
-                        "UPDATE runs SET lease_id = $2, lease_holder = $3, fencing_token = $4, \
-                         lease_expires_at = $5 WHERE id = $1",
-                    )
-                    .bind(&run_id)
-                    .bind(&lease_id)
-                    .bind(worker_id)
-                    .bind(token)
-                    .bind(to_millis(expires_at))
-                    .execute(&mut *conn)
-                    .await?;
+                for (i, row) in due.iter().enumerate() {
                     leased.push(LeasedRow {
-                        run_id,
+                        run_id: rows::text(row, "id")?,
                         session_id: rows::text(row, "session_id")?,
                         prev_state: rows::enumeration(row, "prev_state")?,
                         had_lease: rows::opt_text(row, "prev_lease_id")?.is_some(),
-                        lease_id,
-                        fencing_token: token,
+                        lease_id: LeaseId::new().to_string(),
+                        fencing_token: first + i as i64,
                     });
                 }
+                let sql = format!(
+                    "UPDATE runs SET lease_id = v.column2, lease_holder = $1, \
+                     fencing_token = v.column3, lease_expires_at = $2 \
+                     FROM (VALUES {}) AS v WHERE runs.id = v.column1",
+                    value_rows(3, leased.len(), 3)
+                );
+                let mut update = sqlx::query(&sql)
+                    .bind(worker_id)
+                    .bind(to_millis(expires_at));
+                for l in &leased {
+                    update = update
+                        .bind(l.run_id.as_str())
+                        .bind(l.lease_id.as_str())
+                        .bind(l.fencing_token);
+                }
+                update.execute(&mut *conn).await?;
                 Ok(leased)
             }
         }
+    }
+
+    /// PostgreSQL only: locks sessions in id order before a statement that updates them
+    /// together, so two such transactions never wait on each other.
+    pub(super) async fn lock_sessions(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[&str],
+    ) -> StoreResult<()> {
+        if self.inner.backend == Backend::Postgres {
+            let sql = format!(
+                "SELECT id FROM sessions WHERE id IN ({}) ORDER BY id FOR NO KEY UPDATE",
+                params(1, ids.len())
+            );
+            let mut query = sqlx::query(&sql);
+            for id in ids {
+                query = query.bind(*id);
+            }
+            query.execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
+    /// PostgreSQL only: queues one notification per payload, in one statement.
+    pub(super) async fn notify_replicas_all(
+        &self,
+        conn: &mut AnyConnection,
+        payloads: &[String],
+    ) -> StoreResult<()> {
+        if self.inner.backend == Backend::Postgres && !payloads.is_empty() {
+            let sql = format!(
+                "SELECT pg_notify($1, v.column1) FROM (VALUES {}) AS v",
+                value_rows(2, payloads.len(), 1)
+            );
+            let mut query = sqlx::query(&sql).bind(notify::PG_CHANNEL);
+            for p in payloads {
+                query = query.bind(p.as_str());
+            }
+            query.execute(&mut *conn).await?;
+        }
+        Ok(())
     }
 
     /// PostgreSQL only: queues a notification that the database delivers to every replica

@@ -9,11 +9,14 @@ mod connect;
 mod dialect;
 mod error;
 mod events;
+mod group;
 mod idempotency;
 mod interactions;
 mod jobs;
 mod leases;
+mod many;
 mod providers;
+mod resource_batch;
 mod resource_metrics;
 mod resource_ops;
 mod resources;
@@ -65,6 +68,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     hub: Arc<ChangeHub>,
     metrics: Arc<Metrics>,
+    group: group::GroupCommit,
 }
 
 impl Store {

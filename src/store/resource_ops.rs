@@ -7,12 +7,10 @@
 
 use sqlx::AnyConnection;
 
-use super::rows::{self, JOB_COLS, RESOURCE_COLS, SUSPENSION_COLS};
+use super::rows::{self, RESOURCE_COLS};
 use super::tx::WriteTx;
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
-use crate::domain::interaction::Suspension;
-use crate::domain::job::Job;
 use crate::domain::validate::ValidationError;
 use crate::domain::RunId;
 use crate::lifecycle::machine::ResourceState;
@@ -33,10 +31,6 @@ pub(super) fn lifecycle_event(state: ResourceState) -> &'static str {
         ResourceState::Released => "lifecycle.released",
         ResourceState::RestoreRequested => "lifecycle.restore_requested",
     }
-}
-
-fn bool_flag(value: bool) -> i64 {
-    i64::from(value)
 }
 
 impl Store {
@@ -130,28 +124,6 @@ impl Store {
         Ok(())
     }
 
-    /// A run's compute was released: every ancestor's record is re-evaluated. Ancestors are
-    /// locked nearest first, the order in which every writer climbs the tree from its own
-    /// record, so two writers never wait on each other.
-    pub(super) async fn wake_ancestors(&self, tx: &mut WriteTx, run_id: &str) -> StoreResult<()> {
-        let ancestors = sqlx::query(
-            "WITH RECURSIVE a (id, depth) AS (\
-               SELECT parent_run_id, 1 FROM runs WHERE id = $1 AND parent_run_id IS NOT NULL \
-               UNION ALL \
-               SELECT r.parent_run_id, a.depth + 1 FROM runs r JOIN a ON r.id = a.id \
-               WHERE r.parent_run_id IS NOT NULL) \
-             SELECT id FROM a ORDER BY depth",
-        )
-        .bind(run_id)
-        .fetch_all(tx.conn())
-        .await?;
-        for row in &ancestors {
-            let id = rows::text(row, "id")?;
-            self.resource_unblocked(tx, &id).await?;
-        }
-        Ok(())
-    }
-
     pub(super) async fn load_resource(
         &self,
         conn: &mut AnyConnection,
@@ -164,129 +136,6 @@ impl Store {
         );
         let row = sqlx::query(&sql).bind(run_id).fetch_optional(conn).await?;
         row.as_ref().map(rows::resource).transpose()
-    }
-
-    /// Writes every mutable field of `record` where the stored version still equals
-    /// `record.version` and `fencing_token` still holds the run's live lease, in one
-    /// statement. `None` when nothing was written.
-    pub(super) async fn write_resource(
-        &self,
-        tx: &mut WriteTx,
-        record: &ExecutionResourceRecord,
-        fencing_token: i64,
-    ) -> StoreResult<Option<ExecutionResourceRecord>> {
-        let sql = format!(
-            "UPDATE execution_resources SET generation = $3, sandbox_ref = $4, state = $5, \
-             disposition = $6, sandbox_checkpoint = $7, checkpoint_lost = $8, \
-             suspension_id = $9, suspension_reason = $10, blocking_job_ids = $11, \
-             blocking_child_run_ids = $12, release_idempotency_key = $13, \
-             release_purpose = $14, release_requested_at = $15, released_at = $16, \
-             compute_released = $17, bind_idempotency_key = $18, retry_count = $19, \
-             next_retry_at = $20, due_at = $21, error = $22, version = version + 1, \
-             state_since = CASE WHEN state = $5 THEN state_since ELSE $23 END, \
-             updated_at = $23, provider_generation = $25 \
-             WHERE run_id = $1 AND version = $2 AND EXISTS (SELECT 1 FROM runs \
-               WHERE id = $1 AND fencing_token = $24 AND lease_expires_at > $23) \
-             RETURNING {RESOURCE_COLS}"
-        );
-        let row = sqlx::query(&sql)
-            .bind(record.run_id.as_str())
-            .bind(record.version)
-            .bind(record.generation)
-            .bind(record.sandbox_ref.as_ref().map(rows::to_json).transpose()?)
-            .bind(record.state.as_str())
-            .bind(record.disposition.map(|d| d.as_str()))
-            .bind(
-                record
-                    .sandbox_checkpoint
-                    .as_ref()
-                    .map(rows::to_json)
-                    .transpose()?,
-            )
-            .bind(bool_flag(record.checkpoint_lost))
-            .bind(record.suspension_id.as_ref().map(|s| s.as_str()))
-            .bind(record.suspension_reason.map(|r| r.as_str()))
-            .bind(rows::to_json(&record.blocking_job_ids)?)
-            .bind(rows::to_json(&record.blocking_child_run_ids)?)
-            .bind(record.release_idempotency_key.as_deref())
-            .bind(record.release_purpose.map(|p| p.as_str()))
-            .bind(record.release_requested_at.map(to_millis))
-            .bind(record.released_at.map(to_millis))
-            .bind(bool_flag(record.compute_released))
-            .bind(record.bind_idempotency_key.as_deref())
-            .bind(record.retry_count)
-            .bind(record.next_retry_at.map(to_millis))
-            .bind(record.due_at.map(to_millis))
-            .bind(record.error.as_ref().map(rows::to_json).transpose()?)
-            .bind(to_millis(tx.now))
-            .bind(fencing_token)
-            .bind(record.provider_generation)
-            .fetch_optional(tx.conn())
-            .await?;
-        row.as_ref().map(rows::resource).transpose()
-    }
-
-    /// The run's jobs, oldest first.
-    pub(super) async fn jobs_of(
-        &self,
-        conn: &mut AnyConnection,
-        run_id: &str,
-    ) -> StoreResult<Vec<Job>> {
-        let sql = format!(
-            "SELECT {JOB_COLS} FROM jobs j WHERE j.run_id = $1 ORDER BY j.created_at, j.id"
-        );
-        sqlx::query(&sql)
-            .bind(run_id)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(rows::job)
-            .collect()
-    }
-
-    /// Every descendant run (any depth) that has a record, with the record's state.
-    pub(super) async fn descendant_resources(
-        &self,
-        conn: &mut AnyConnection,
-        run_id: &str,
-    ) -> StoreResult<Vec<(RunId, ResourceState)>> {
-        let descendants = sqlx::query(
-            "WITH RECURSIVE d (id) AS (\
-               SELECT id FROM runs WHERE parent_run_id = $1 \
-               UNION ALL \
-               SELECT r.id FROM runs r JOIN d ON r.parent_run_id = d.id) \
-             SELECT e.run_id, e.state FROM d CROSS JOIN execution_resources e \
-             WHERE e.run_id = d.id",
-        )
-        .bind(run_id)
-        .fetch_all(conn)
-        .await?;
-        // SQLite keeps a CROSS JOIN's left side outer; otherwise it may scan every record and
-        // probe `d`. Sorted here: an ORDER BY lets SQLite scan every record in key order too.
-        let mut found = descendants
-            .iter()
-            .map(|row| {
-                Ok((
-                    RunId::from_trusted(rows::text(row, "run_id")?),
-                    rows::enumeration(row, "state")?,
-                ))
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
-        found.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(found)
-    }
-
-    pub(super) async fn latest_suspension(
-        &self,
-        conn: &mut AnyConnection,
-        run_id: &str,
-    ) -> StoreResult<Option<Suspension>> {
-        let sql = format!(
-            "SELECT {SUSPENSION_COLS} FROM suspensions WHERE run_id = $1 \
-             ORDER BY requested_at DESC, id DESC LIMIT 1"
-        );
-        let row = sqlx::query(&sql).bind(run_id).fetch_optional(conn).await?;
-        row.as_ref().map(rows::suspension).transpose()
     }
 }
 

@@ -10,16 +10,15 @@ use utoipa::ToSchema;
 
 use super::dialect::DueRuns;
 use super::leases::{lease_expiry, MAX_CLAIMS};
-use super::resource_ops::lifecycle_event;
+use super::resource_batch::SaveItem;
 use super::rows;
-use super::runops::Outcome;
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::claim::Lease;
 use crate::domain::interaction::Suspension;
 use crate::domain::job::Job;
-use crate::domain::run::{Run, RunState};
+use crate::domain::run::Run;
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::{LeaseId, RunId};
 use crate::lifecycle::machine::ResourceState;
@@ -142,32 +141,18 @@ impl Store {
         effect: RunEffect,
     ) -> StoreResult<ExecutionResourceRecord> {
         check_record(run_id, record)?;
-        let mut tx = self.write_tx().await?;
-        let result = self
-            .save_resource_in(&mut tx, run_id, fencing_token, record, effect)
-            .await;
-        tx.finish(self, result).await
+        self.save_grouped(SaveItem {
+            run_id: run_id.clone(),
+            fencing_token,
+            record: record.clone(),
+            effect,
+        })
+        .await
     }
 
     /// Hands back a lease if `fencing_token` still holds it (no-op otherwise).
     pub async fn release_lease(&self, run_id: &RunId, fencing_token: i64) -> StoreResult<()> {
-        let mut tx = self.write_tx().await?;
-        let result: StoreResult<_> = async {
-            let done = sqlx::query(
-                "UPDATE runs SET lease_id = NULL, lease_holder = NULL, fencing_token = NULL, \
-                 lease_expires_at = NULL WHERE id = $1 AND fencing_token = $2",
-            )
-            .bind(run_id.as_str())
-            .bind(fencing_token)
-            .execute(tx.conn())
-            .await?;
-            if done.rows_affected() > 0 {
-                tx.work();
-            }
-            Ok(())
-        }
-        .await;
-        tx.finish(self, result).await
+        self.hand_back_grouped(run_id.clone(), fencing_token).await
     }
 
     /// `NotFound("execution_resource")` when the run has no record.
@@ -215,23 +200,29 @@ impl Store {
                 expires_at,
             )
             .await?;
-        let mut work = Vec::with_capacity(leased.len());
-        let mut takeovers = 0;
+        // The records are read before what they depend on: a hook committing in between
+        // bumps a record's version, so a plan made from stale jobs or children cannot be saved.
+        let ids: Vec<&str> = leased.iter().map(|l| l.run_id.as_str()).collect();
+        let mut records = self.load_resources(tx.conn(), &ids, false).await?;
+        let mut due = Vec::with_capacity(leased.len());
         for l in &leased {
-            // The record is read before what it depends on: a hook committing in between
-            // bumps its version, so a plan made from stale jobs or children cannot be saved.
-            let record = self.load_resource(tx.conn(), &l.run_id, false).await?;
-            let Some(record) = record.filter(|r| r.due_at.is_some_and(|due| due <= now)) else {
+            match records.remove(&l.run_id) {
+                Some(record) if record.due_at.is_some_and(|at| at <= now) => due.push((l, record)),
                 // PostgreSQL re-checks only the locked run row: a record settled meanwhile.
-                self.drop_lease(tx, &l.run_id).await?;
-                continue;
-            };
-            let Some(rec) = self.load_run(tx.conn(), &l.run_id, false).await? else {
+                _ => self.drop_lease(tx, &l.run_id).await?,
+            }
+        }
+        let ids: Vec<&str> = due.iter().map(|(l, _)| l.run_id.as_str()).collect();
+        let mut runs = self.load_runs(tx.conn(), &ids, false).await?;
+        let mut jobs = self.jobs_of_runs(tx.conn(), &ids).await?;
+        let mut descendants = self.descendants_of_runs(tx.conn(), &ids).await?;
+        let mut suspensions = self.latest_suspensions(tx.conn(), &ids).await?;
+        let mut work = Vec::with_capacity(due.len());
+        let mut takeovers = 0;
+        for (l, record) in due {
+            let Some(rec) = runs.remove(&l.run_id) else {
                 return Err(StoreError::Database(sqlx::Error::RowNotFound));
             };
-            let jobs = self.jobs_of(tx.conn(), &l.run_id).await?;
-            let descendants = self.descendant_resources(tx.conn(), &l.run_id).await?;
-            let suspension = self.latest_suspension(tx.conn(), &l.run_id).await?;
             if l.had_lease {
                 takeovers += 1;
                 tx.event(
@@ -241,86 +232,19 @@ impl Store {
                 );
             }
             work.push(LifecycleWork {
-                run: rec.run,
-                tenant_id: rec.tenant_id,
                 lease: Lease {
                     lease_id: LeaseId::from_trusted(l.lease_id.clone()),
                     fencing_token: l.fencing_token,
                     expires_at,
                 },
                 record,
-                jobs,
-                descendants,
-                suspension,
+                jobs: jobs.remove(&l.run_id).unwrap_or_default(),
+                descendants: descendants.remove(&l.run_id).unwrap_or_default(),
+                suspension: suspensions.remove(&l.run_id),
+                run: rec.run,
+                tenant_id: rec.tenant_id,
             });
         }
         Ok((work, takeovers))
-    }
-
-    async fn save_resource_in(
-        &self,
-        tx: &mut WriteTx,
-        run_id: &RunId,
-        fencing_token: i64,
-        record: &ExecutionResourceRecord,
-        effect: RunEffect,
-    ) -> StoreResult<ExecutionResourceRecord> {
-        let rec = self
-            .fenced_run(tx, None, run_id.as_str(), fencing_token)
-            .await?;
-        let current = self
-            .load_resource(tx.conn(), run_id.as_str(), true)
-            .await?
-            .ok_or(StoreError::NotFound("execution_resource"))?;
-        if current.version != record.version {
-            return Err(StoreError::conflict(
-                "resource.version_conflict",
-                format!(
-                    "the execution resource is at version {}, not {}",
-                    current.version, record.version
-                ),
-            ));
-        }
-        let Some(saved) = self.write_resource(tx, record, fencing_token).await? else {
-            return Err(self.lease_lost());
-        };
-        if saved.state != current.state {
-            tx.event(
-                rec.run.session_id.as_str(),
-                lifecycle_event(saved.state),
-                json!({
-                    "run_id": run_id,
-                    "from": current.state,
-                    "state": saved.state,
-                    "generation": saved.generation,
-                    "provider_id": saved.provider_id,
-                    "disposition": saved.disposition,
-                    "error_code": saved.error.as_ref().map(|e| e.code.as_str()),
-                }),
-            );
-        }
-        if saved.state == ResourceState::Released && current.state != ResourceState::Released {
-            self.wake_ancestors(tx, run_id.as_str()).await?;
-        }
-        if saved.due_at.is_some() || saved.state == ResourceState::Active {
-            tx.work();
-        }
-        match effect {
-            RunEffect::Fail { code, message } if !rec.run.state.is_terminal() => {
-                let error = json!({ "code": code, "message": message });
-                self.finish_run(
-                    tx,
-                    &rec,
-                    RunState::Failed,
-                    Some(fencing_token),
-                    Some(Outcome::Error(&error)),
-                )
-                .await?;
-                self.load_resource(tx.conn(), run_id.as_str(), false)
-                    .await?
-                    .ok_or(StoreError::NotFound("execution_resource"))
-            }
-            _ => Ok(saved),
-        }
     }
 }

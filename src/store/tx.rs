@@ -8,10 +8,14 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
+use super::many::{params, value_rows};
 use super::rows::to_json;
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
 use crate::notify;
+
+/// Rows per multi-row event insert (five parameters each).
+const EVENTS_PER_INSERT: usize = 200;
 
 #[derive(Default)]
 struct Touch {
@@ -84,54 +88,12 @@ impl WriteTx {
     /// Bumps revisions, writes the events, commits, then wakes local waiters. Returns the new
     /// revision of every session that changed visibly.
     pub async fn commit(mut self, store: &Store) -> StoreResult<Vec<(String, i64)>> {
-        let now = to_millis(self.now);
-        let mut revisions = Vec::new();
         let sessions = std::mem::take(&mut self.sessions);
-        for (session_id, touch) in &sessions {
-            let n = touch.events.len() as i64;
-            let row = if touch.visible {
-                sqlx::query(
-                    "UPDATE sessions SET revision = revision + 1, updated_at = $2, \
-                     event_seq = event_seq + $3 WHERE id = $1 RETURNING revision, event_seq",
-                )
-                .bind(session_id)
-                .bind(now)
-                .bind(n)
-                .fetch_one(&mut *self.tx)
-                .await?
-            } else if n > 0 {
-                sqlx::query(
-                    "UPDATE sessions SET event_seq = event_seq + $2 WHERE id = $1 \
-                     RETURNING revision, event_seq",
-                )
-                .bind(session_id)
-                .bind(n)
-                .fetch_one(&mut *self.tx)
-                .await?
-            } else {
-                continue;
-            };
-            let revision: i64 = row.try_get("revision")?;
-            let last_seq: i64 = row.try_get("event_seq")?;
-            for (i, (kind, data)) in touch.events.iter().enumerate() {
-                sqlx::query(
-                    "INSERT INTO session_events (session_id, sequence, type, data, created_at) \
-                     VALUES ($1, $2, $3, $4, $5)",
-                )
-                .bind(session_id)
-                .bind(last_seq - n + 1 + i as i64)
-                .bind(*kind)
-                .bind(to_json(data)?)
-                .bind(now)
-                .execute(&mut *self.tx)
-                .await?;
-            }
-            if touch.visible {
-                let payload = notify::session_payload(session_id, revision);
-                store.notify_replicas(&mut self.tx, &payload).await?;
-                revisions.push((session_id.clone(), revision));
-            }
-        }
+        let touched: Vec<(&String, &Touch)> = sessions
+            .iter()
+            .filter(|(_, t)| t.visible || !t.events.is_empty())
+            .collect();
+        let revisions = self.touch_sessions(store, &touched).await?;
         if self.work {
             store
                 .notify_replicas(&mut self.tx, notify::WORK_PAYLOAD)
@@ -145,6 +107,84 @@ impl WriteTx {
         if self.work {
             hub.publish_work();
         }
+        Ok(revisions)
+    }
+
+    /// One statement per kind of write whatever the number of sessions: the counters, the
+    /// events, the notifications. Sessions are locked in id order first.
+    async fn touch_sessions(
+        &mut self,
+        store: &Store,
+        touched: &[(&String, &Touch)],
+    ) -> StoreResult<Vec<(String, i64)>> {
+        if touched.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = to_millis(self.now);
+        if touched.len() > 1 {
+            let ids: Vec<&str> = touched.iter().map(|(id, _)| id.as_str()).collect();
+            store.lock_sessions(&mut self.tx, &ids).await?;
+        }
+        let sql = format!(
+            "UPDATE sessions SET revision = revision + v.column2, \
+             updated_at = CASE WHEN v.column2 = 1 THEN $1 ELSE updated_at END, \
+             event_seq = event_seq + v.column3 FROM (VALUES {}) AS v \
+             WHERE sessions.id = v.column1 RETURNING sessions.id, sessions.revision, \
+             sessions.event_seq",
+            value_rows(2, touched.len(), 3)
+        );
+        let mut update = sqlx::query(&sql).bind(now);
+        for (id, touch) in touched {
+            update = update
+                .bind(id.as_str())
+                .bind(i64::from(touch.visible))
+                .bind(touch.events.len() as i64);
+        }
+        let mut counters = std::collections::HashMap::new();
+        for row in update.fetch_all(&mut *self.tx).await? {
+            let id: String = row.try_get("id")?;
+            let revision: i64 = row.try_get("revision")?;
+            let last_seq: i64 = row.try_get("event_seq")?;
+            counters.insert(id, (revision, last_seq));
+        }
+        let mut events = Vec::new();
+        let mut revisions = Vec::new();
+        for (id, touch) in touched {
+            let Some(&(revision, last_seq)) = counters.get(id.as_str()) else {
+                return Err(sqlx::Error::RowNotFound.into());
+            };
+            let first = last_seq - touch.events.len() as i64 + 1;
+            for (i, (kind, data)) in touch.events.iter().enumerate() {
+                events.push((id.as_str(), first + i as i64, *kind, to_json(data)?));
+            }
+            if touch.visible {
+                revisions.push(((*id).clone(), revision));
+            }
+        }
+        for chunk in events.chunks(EVENTS_PER_INSERT) {
+            let sql = format!(
+                "INSERT INTO session_events (session_id, sequence, type, data, created_at) \
+                 VALUES {}",
+                (0..chunk.len())
+                    .map(|r| format!("({}, $1)", params(2 + r * 4, 4)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let mut insert = sqlx::query(&sql).bind(now);
+            for (id, sequence, kind, data) in chunk {
+                insert = insert
+                    .bind(*id)
+                    .bind(*sequence)
+                    .bind(*kind)
+                    .bind(data.as_str());
+            }
+            insert.execute(&mut *self.tx).await?;
+        }
+        let payloads: Vec<String> = revisions
+            .iter()
+            .map(|(id, revision)| notify::session_payload(id, *revision))
+            .collect();
+        store.notify_replicas_all(&mut self.tx, &payloads).await?;
         Ok(revisions)
     }
 }

@@ -19,6 +19,7 @@ use serde_json::json;
 use super::{hash, run_cmd, ttl, Fx};
 
 mod claims;
+mod groups;
 mod hooks;
 mod metrics;
 mod writes;

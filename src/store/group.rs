@@ -1,0 +1,198 @@
+//! Group commit for the coordinator's writes. Record saves and lease hand-backs that arrive
+//! while another group is being written wait and are written together in the next one: a
+//! transaction, and a fixed number of statements, for many runs. Each write keeps its own
+//! fence and version check and gets its own answer; if a group fails as a whole, each of its
+//! writes is retried alone, so one bad write never fails the others.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+use tokio::sync::oneshot;
+
+use super::resource_batch::SaveItem;
+use super::{RunEffect, Store, StoreError, StoreResult};
+use crate::domain::RunId;
+use crate::lifecycle::record::ExecutionResourceRecord;
+
+/// The most writes one group carries.
+const MAX_GROUP: usize = 64;
+
+type Reply<T> = oneshot::Sender<StoreResult<T>>;
+
+enum Pending {
+    Save(Box<SaveItem>, Reply<ExecutionResourceRecord>),
+    HandBack((RunId, i64), Reply<()>),
+}
+
+impl Pending {
+    fn run_id(&self) -> &RunId {
+        match self {
+            Pending::Save(item, _) => &item.run_id,
+            Pending::HandBack((run_id, _), _) => run_id,
+        }
+    }
+}
+
+pub(super) struct GroupCommit {
+    queue: Mutex<Vec<Pending>>,
+    /// One permit per group that may be written at once.
+    leaders: tokio::sync::Semaphore,
+}
+
+impl GroupCommit {
+    /// `writers` groups may be in flight at once: 1 where the database has one writer.
+    pub fn new(writers: usize) -> Self {
+        Self {
+            queue: Mutex::new(Vec::new()),
+            leaders: tokio::sync::Semaphore::new(writers.max(1)),
+        }
+    }
+
+    fn push(&self, pending: Pending) {
+        self.lock().push(pending);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Pending>> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The oldest queued writes, at most one per run (a later write to the same run waits
+    /// for the next group, so it sees the earlier one).
+    fn take(&self) -> Vec<Pending> {
+        let mut queue = self.lock();
+        let mut seen = HashSet::new();
+        let mut group = Vec::new();
+        let mut rest = Vec::new();
+        for p in queue.drain(..) {
+            if group.len() < MAX_GROUP && seen.insert(p.run_id().clone()) {
+                group.push(p);
+            } else {
+                rest.push(p);
+            }
+        }
+        *queue = rest;
+        group
+    }
+}
+
+fn abandoned() -> StoreError {
+    StoreError::Unavailable("the grouped write was abandoned".into())
+}
+
+impl Store {
+    /// Saves a record through the group commit; a save that fails the run is written alone.
+    pub(super) async fn save_grouped(
+        &self,
+        item: SaveItem,
+    ) -> StoreResult<ExecutionResourceRecord> {
+        if item.effect != RunEffect::None {
+            return self.save_alone(&item).await;
+        }
+        let (reply, answer) = oneshot::channel();
+        self.inner.group.push(Pending::Save(Box::new(item), reply));
+        self.await_group(answer).await
+    }
+
+    pub(super) async fn hand_back_grouped(&self, run_id: RunId, token: i64) -> StoreResult<()> {
+        let (reply, answer) = oneshot::channel();
+        self.inner
+            .group
+            .push(Pending::HandBack((run_id, token), reply));
+        self.await_group(answer).await
+    }
+
+    /// Waits for the answer, writing groups (this one's included) whenever a writer is free.
+    async fn await_group<T>(
+        &self,
+        mut answer: oneshot::Receiver<StoreResult<T>>,
+    ) -> StoreResult<T> {
+        loop {
+            let leader = tokio::select! {
+                biased;
+                done = &mut answer => return done.unwrap_or_else(|_| Err(abandoned())),
+                leader = self.inner.group.leaders.acquire() => leader.map_err(|_| abandoned())?,
+            };
+            if let Ok(done) = answer.try_recv() {
+                return done;
+            }
+            let group = self.inner.group.take();
+            if group.is_empty() {
+                // Ours is in a group whose leader went away; that group still completes.
+                drop(leader);
+                return answer.await.unwrap_or_else(|_| Err(abandoned()));
+            }
+            // Written on its own task: a caller that gives up cannot abandon the others.
+            let store = self.clone();
+            let written = tokio::spawn(async move { store.write_group(group).await }).await;
+            if let Err(e) = written {
+                tracing::error!(error = %e, "a grouped write ended abnormally");
+            }
+            drop(leader);
+        }
+    }
+
+    async fn write_group(&self, group: Vec<Pending>) {
+        let (mut saves, mut save_replies) = (Vec::new(), Vec::new());
+        let (mut hand_backs, mut hand_back_replies) = (Vec::new(), Vec::new());
+        for p in group {
+            match p {
+                Pending::Save(item, reply) => {
+                    saves.push(*item);
+                    save_replies.push(reply);
+                }
+                Pending::HandBack(lease, reply) => {
+                    hand_backs.push(lease);
+                    hand_back_replies.push(reply);
+                }
+            }
+        }
+        if saves.len() + hand_backs.len() > 1 {
+            match self.write_in_one(&saves, &hand_backs).await {
+                Ok(saved) => {
+                    for (reply, result) in save_replies.into_iter().zip(saved) {
+                        let _ = reply.send(result);
+                    }
+                    for reply in hand_back_replies {
+                        let _ = reply.send(Ok(()));
+                    }
+                    return;
+                }
+                Err(e) => tracing::warn!(error = %e, "a grouped write failed: writing each alone"),
+            }
+        }
+        for (item, reply) in saves.iter().zip(save_replies) {
+            let _ = reply.send(self.save_alone(item).await);
+        }
+        for (lease, reply) in hand_backs.iter().zip(hand_back_replies) {
+            let result = self.write_in_one(&[], std::slice::from_ref(lease)).await;
+            let _ = reply.send(result.map(|_| ()));
+        }
+    }
+
+    async fn save_alone(&self, item: &SaveItem) -> StoreResult<ExecutionResourceRecord> {
+        let mut saved = self.write_in_one(std::slice::from_ref(item), &[]).await?;
+        saved.pop().unwrap_or_else(|| Err(abandoned()))
+    }
+
+    /// Record saves and hand-backs in one transaction; each save's own answer, in order.
+    async fn write_in_one(
+        &self,
+        saves: &[SaveItem],
+        hand_backs: &[(RunId, i64)],
+    ) -> StoreResult<Vec<StoreResult<ExecutionResourceRecord>>> {
+        let mut tx = self.write_tx().await?;
+        let result = async {
+            let saved = self.save_batch_in(&mut tx, saves).await?;
+            self.hand_back_in(&mut tx, hand_backs).await?;
+            Ok(saved)
+        }
+        .await;
+        let saved = tx.finish(self, result).await?;
+        let metrics = self.metrics();
+        metrics.group_commits.fetch_add(1, Ordering::Relaxed);
+        let writes = (saves.len() + hand_backs.len()) as u64;
+        metrics.grouped_writes.fetch_add(writes, Ordering::Relaxed);
+        Ok(saved)
+    }
+}

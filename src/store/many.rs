@@ -1,0 +1,190 @@
+//! Set-based reads for a batch of runs: one statement per kind of row, whatever the batch
+//! size, so claiming many runs costs a few round trips instead of a few per run.
+
+use std::collections::HashMap;
+
+use sqlx::AnyConnection;
+
+use super::rows::{self, RunRecord, JOB_COLS, RESOURCE_COLS, RUN_RECORD_COLS, SUSPENSION_COLS};
+use super::{Store, StoreResult};
+use crate::domain::interaction::Suspension;
+use crate::domain::job::Job;
+use crate::domain::RunId;
+use crate::lifecycle::machine::ResourceState;
+use crate::lifecycle::record::ExecutionResourceRecord;
+
+/// `$first, $first+1, …` for `n` parameters.
+pub(super) fn params(first: usize, n: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `($first, …), (…), …`: `rows` tuples of `cols` parameters each, numbered row by row.
+pub(super) fn value_rows(first: usize, rows: usize, cols: usize) -> String {
+    (0..rows)
+        .map(|r| format!("({})", params(first + r * cols, cols)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn bind_ids<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ids: &'q [&'q str],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for id in ids {
+        query = query.bind(*id);
+    }
+    query
+}
+
+impl Store {
+    /// The runs (with lease and tenant) among `ids`, in id order; locked if `lock`.
+    pub(super) async fn load_runs(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[&str],
+        lock: bool,
+    ) -> StoreResult<HashMap<String, RunRecord>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let sql = format!(
+            "SELECT {RUN_RECORD_COLS} FROM runs r JOIN sessions s ON s.id = r.session_id \
+             WHERE r.id IN ({}) ORDER BY r.id{}",
+            params(1, ids.len()),
+            if lock { self.lock_run() } else { "" }
+        );
+        let found = bind_ids(sqlx::query(&sql), ids).fetch_all(conn).await?;
+        found
+            .iter()
+            .map(|row| {
+                let rec = rows::run_record(row)?;
+                Ok((rec.run.id.as_str().to_owned(), rec))
+            })
+            .collect()
+    }
+
+    /// The records of the runs among `ids`, in id order; locked if `lock`.
+    pub(super) async fn load_resources(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[&str],
+        lock: bool,
+    ) -> StoreResult<HashMap<String, ExecutionResourceRecord>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let sql = format!(
+            "SELECT {RESOURCE_COLS} FROM execution_resources WHERE run_id IN ({}) \
+             ORDER BY run_id{}",
+            params(1, ids.len()),
+            if lock { self.lock_row() } else { "" }
+        );
+        let found = bind_ids(sqlx::query(&sql), ids).fetch_all(conn).await?;
+        found
+            .iter()
+            .map(|row| {
+                let record = rows::resource(row)?;
+                Ok((record.run_id.as_str().to_owned(), record))
+            })
+            .collect()
+    }
+
+    /// Each run's jobs, oldest first.
+    pub(super) async fn jobs_of_runs(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[&str],
+    ) -> StoreResult<HashMap<String, Vec<Job>>> {
+        let mut out: HashMap<String, Vec<Job>> = HashMap::new();
+        if ids.is_empty() {
+            return Ok(out);
+        }
+        let sql = format!(
+            "SELECT {JOB_COLS} FROM jobs j WHERE j.run_id IN ({}) \
+             ORDER BY j.run_id, j.created_at, j.id",
+            params(1, ids.len())
+        );
+        for row in bind_ids(sqlx::query(&sql), ids).fetch_all(conn).await? {
+            let job = rows::job(&row)?;
+            out.entry(job.run_id.as_str().to_owned())
+                .or_default()
+                .push(job);
+        }
+        Ok(out)
+    }
+
+    /// For each run, every descendant run (any depth) that has a record, with the record's
+    /// state, sorted by run id.
+    pub(super) async fn descendants_of_runs(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[&str],
+    ) -> StoreResult<HashMap<String, Vec<(RunId, ResourceState)>>> {
+        let mut out: HashMap<String, Vec<(RunId, ResourceState)>> = HashMap::new();
+        if ids.is_empty() {
+            return Ok(out);
+        }
+        // SQLite keeps a CROSS JOIN's left side outer; otherwise it may scan every record and
+        // probe `d`. No ORDER BY: it would let SQLite scan every record in key order too.
+        let sql = format!(
+            "WITH RECURSIVE d (root, id) AS (\
+               SELECT parent_run_id, id FROM runs WHERE parent_run_id IN ({}) \
+               UNION ALL \
+               SELECT d.root, r.id FROM runs r JOIN d ON r.parent_run_id = d.id) \
+             SELECT d.root, e.run_id, e.state FROM d CROSS JOIN execution_resources e \
+             WHERE e.run_id = d.id",
+            params(1, ids.len())
+        );
+        for row in bind_ids(sqlx::query(&sql), ids).fetch_all(conn).await? {
+            out.entry(rows::text(&row, "root")?).or_default().push((
+                RunId::from_trusted(rows::text(&row, "run_id")?),
+                rows::enumeration(&row, "state")?,
+            ));
+        }
+        for found in out.values_mut() {
+            found.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        Ok(out)
+    }
+
+    /// Each run's latest suspension.
+    pub(super) async fn latest_suspensions(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[&str],
+    ) -> StoreResult<HashMap<String, Suspension>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let sql = format!(
+            "SELECT {SUSPENSION_COLS} FROM suspensions WHERE id IN (\
+               SELECT (SELECT s.id FROM suspensions s WHERE s.run_id = r.id \
+                       ORDER BY s.requested_at DESC, s.id DESC LIMIT 1) \
+               FROM runs r WHERE r.id IN ({}))",
+            params(1, ids.len())
+        );
+        let found = bind_ids(sqlx::query(&sql), ids).fetch_all(conn).await?;
+        found
+            .iter()
+            .map(|row| {
+                let s = rows::suspension(row)?;
+                Ok((s.run_id.as_str().to_owned(), s))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_numbered_row_by_row() {
+        assert_eq!(params(3, 2), "$3, $4");
+        assert_eq!(value_rows(2, 2, 3), "($2, $3, $4), ($5, $6, $7)");
+        assert_eq!(params(1, 0), "");
+    }
+}

@@ -1,0 +1,262 @@
+//! Fenced compare-and-set writes of execution-resource records and lease hand-backs, for
+//! one run or many in one transaction, with a fixed number of statements per batch.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+
+use super::many::{params, value_rows};
+use super::resource_ops::lifecycle_event;
+use super::rows::{self, RESOURCE_COLS};
+use super::runops::Outcome;
+use super::tx::WriteTx;
+use super::{RunEffect, Store, StoreError, StoreResult};
+use crate::clock::to_millis;
+use crate::domain::run::RunState;
+use crate::domain::RunId;
+use crate::lifecycle::machine::ResourceState;
+use crate::lifecycle::record::ExecutionResourceRecord;
+
+/// One record write: `record` replaces the stored one if its `version` still matches and
+/// `fencing_token` still holds the run's live lease.
+#[derive(Debug)]
+pub(super) struct SaveItem {
+    pub run_id: RunId,
+    pub fencing_token: i64,
+    pub record: ExecutionResourceRecord,
+    pub effect: RunEffect,
+}
+
+/// Parameters per row of the batched record update (`$1` is the shared `now`).
+const WRITE_COLS: usize = 24;
+
+fn flag(value: bool) -> i64 {
+    i64::from(value)
+}
+
+impl Store {
+    /// Writes each item under its own fence and version check, in item order; an item that
+    /// fails its check gets its own error (`LeaseLost`, `Conflict`, `NotFound`) and writes
+    /// nothing. The outer error is a database failure: the transaction must be abandoned.
+    pub(super) async fn save_batch_in(
+        &self,
+        tx: &mut WriteTx,
+        items: &[SaveItem],
+    ) -> StoreResult<Vec<StoreResult<ExecutionResourceRecord>>> {
+        let ids: Vec<&str> = items.iter().map(|i| i.run_id.as_str()).collect();
+        // Runs before records, each in id order: the order every writer locks them in.
+        let runs = self.load_runs(tx.conn(), &ids, true).await?;
+        let current = self.load_resources(tx.conn(), &ids, true).await?;
+        let mut verdicts = Vec::with_capacity(items.len());
+        for item in items {
+            let id = item.run_id.as_str();
+            verdicts.push(match (runs.get(id), current.get(id)) {
+                (None, _) => Some(StoreError::NotFound("run")),
+                (Some(rec), _) if rec.lease.check(item.fencing_token, tx.now).is_err() => {
+                    Some(self.lease_lost())
+                }
+                (_, None) => Some(StoreError::NotFound("execution_resource")),
+                (_, Some(cur)) if cur.version != item.record.version => Some(StoreError::conflict(
+                    "resource.version_conflict",
+                    format!(
+                        "the execution resource is at version {}, not {}",
+                        cur.version, item.record.version
+                    ),
+                )),
+                _ => None,
+            });
+        }
+        let writes: Vec<&SaveItem> = items
+            .iter()
+            .zip(&verdicts)
+            .filter_map(|(item, rejected)| rejected.is_none().then_some(item))
+            .collect();
+        let mut saved = self.write_resources(tx, &writes).await?;
+        let mut released = Vec::new();
+        let mut results = Vec::with_capacity(items.len());
+        for (item, rejected) in items.iter().zip(verdicts) {
+            let id = item.run_id.as_str();
+            let (Some(rec), Some(cur), None) = (runs.get(id), current.get(id), &rejected) else {
+                results.push(Err(rejected.unwrap_or(StoreError::NotFound("run"))));
+                continue;
+            };
+            let Some(record) = saved.remove(id) else {
+                results.push(Err(self.lease_lost()));
+                continue;
+            };
+            if record.state != cur.state {
+                tx.event(
+                    rec.run.session_id.as_str(),
+                    lifecycle_event(record.state),
+                    json!({
+                        "run_id": id,
+                        "from": cur.state,
+                        "state": record.state,
+                        "generation": record.generation,
+                        "provider_id": record.provider_id,
+                        "disposition": record.disposition,
+                        "error_code": record.error.as_ref().map(|e| e.code.as_str()),
+                    }),
+                );
+            }
+            if record.state == ResourceState::Released && cur.state != ResourceState::Released {
+                released.push(id);
+            }
+            if record.due_at.is_some() || record.state == ResourceState::Active {
+                tx.work();
+            }
+            results.push(Ok(record));
+        }
+        self.wake_ancestors(tx, &released).await?;
+        for (item, result) in items.iter().zip(results.iter_mut()) {
+            let (RunEffect::Fail { code, message }, Ok(_)) = (&item.effect, &*result) else {
+                continue;
+            };
+            let Some(rec) = runs.get(item.run_id.as_str()) else {
+                continue;
+            };
+            if rec.run.state.is_terminal() {
+                continue;
+            }
+            let error = json!({ "code": code, "message": message });
+            let outcome = Some(Outcome::Error(&error));
+            self.finish_run(tx, rec, RunState::Failed, Some(item.fencing_token), outcome)
+                .await?;
+            // Ending the run made its record due again: return what is stored.
+            *result = self
+                .load_resource(tx.conn(), item.run_id.as_str(), false)
+                .await?
+                .ok_or(StoreError::NotFound("execution_resource"));
+        }
+        Ok(results)
+    }
+
+    /// One statement for every item that passed its checks; the fence and the version are
+    /// checked again in it. Returns the stored records by run id.
+    async fn write_resources(
+        &self,
+        tx: &mut WriteTx,
+        items: &[&SaveItem],
+    ) -> StoreResult<HashMap<String, ExecutionResourceRecord>> {
+        if items.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let sql = format!(
+            "UPDATE execution_resources SET generation = v.column3, sandbox_ref = v.column4, \
+             state = v.column5, disposition = v.column6, sandbox_checkpoint = v.column7, \
+             checkpoint_lost = v.column8, suspension_id = v.column9, \
+             suspension_reason = v.column10, blocking_job_ids = v.column11, \
+             blocking_child_run_ids = v.column12, release_idempotency_key = v.column13, \
+             release_purpose = v.column14, release_requested_at = v.column15, \
+             released_at = v.column16, compute_released = v.column17, \
+             bind_idempotency_key = v.column18, retry_count = v.column19, \
+             next_retry_at = v.column20, due_at = v.column21, error = v.column22, \
+             provider_generation = v.column24, version = version + 1, \
+             state_since = CASE WHEN state = v.column5 THEN state_since ELSE $1 END, \
+             updated_at = $1 \
+             FROM (VALUES {}) AS v \
+             WHERE execution_resources.run_id = v.column1 \
+               AND execution_resources.version = v.column2 \
+               AND EXISTS (SELECT 1 FROM runs WHERE runs.id = v.column1 \
+                 AND runs.fencing_token = v.column23 AND runs.lease_expires_at > $1) \
+             RETURNING {RESOURCE_COLS}",
+            value_rows(2, items.len(), WRITE_COLS)
+        );
+        let mut query = sqlx::query(&sql).bind(to_millis(tx.now));
+        for item in items {
+            let r = &item.record;
+            query = query
+                .bind(r.run_id.as_str())
+                .bind(r.version)
+                .bind(r.generation)
+                .bind(r.sandbox_ref.as_ref().map(rows::to_json).transpose()?)
+                .bind(r.state.as_str())
+                .bind(r.disposition.map(|d| d.as_str()))
+                .bind(
+                    r.sandbox_checkpoint
+                        .as_ref()
+                        .map(rows::to_json)
+                        .transpose()?,
+                )
+                .bind(flag(r.checkpoint_lost))
+                .bind(r.suspension_id.as_ref().map(|s| s.as_str()))
+                .bind(r.suspension_reason.map(|s| s.as_str()))
+                .bind(rows::to_json(&r.blocking_job_ids)?)
+                .bind(rows::to_json(&r.blocking_child_run_ids)?)
+                .bind(r.release_idempotency_key.as_deref())
+                .bind(r.release_purpose.map(|p| p.as_str()))
+                .bind(r.release_requested_at.map(to_millis))
+                .bind(r.released_at.map(to_millis))
+                .bind(flag(r.compute_released))
+                .bind(r.bind_idempotency_key.as_deref())
+                .bind(r.retry_count)
+                .bind(r.next_retry_at.map(to_millis))
+                .bind(r.due_at.map(to_millis))
+                .bind(r.error.as_ref().map(rows::to_json).transpose()?)
+                .bind(item.fencing_token)
+                .bind(r.provider_generation);
+        }
+        query
+            .fetch_all(tx.conn())
+            .await?
+            .iter()
+            .map(|row| {
+                let record = rows::resource(row)?;
+                Ok((record.run_id.as_str().to_owned(), record))
+            })
+            .collect()
+    }
+
+    /// Hands back each lease its fencing token still holds (the others are left alone).
+    pub(super) async fn hand_back_in(
+        &self,
+        tx: &mut WriteTx,
+        leases: &[(RunId, i64)],
+    ) -> StoreResult<()> {
+        if leases.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "UPDATE runs SET lease_id = NULL, lease_holder = NULL, fencing_token = NULL, \
+             lease_expires_at = NULL FROM (VALUES {}) AS v \
+             WHERE runs.id = v.column1 AND runs.fencing_token = v.column2",
+            value_rows(1, leases.len(), 2)
+        );
+        let mut query = sqlx::query(&sql);
+        for (run_id, token) in leases {
+            query = query.bind(run_id.as_str()).bind(*token);
+        }
+        if query.execute(tx.conn()).await?.rows_affected() > 0 {
+            tx.work();
+        }
+        Ok(())
+    }
+
+    /// Runs' compute was released: every ancestor's record is re-evaluated, nearest first
+    /// (the order in which every writer climbs the tree from its own record).
+    pub(super) async fn wake_ancestors(&self, tx: &mut WriteTx, ids: &[&str]) -> StoreResult<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "WITH RECURSIVE a (id, depth) AS (\
+               SELECT parent_run_id, 1 FROM runs \
+               WHERE id IN ({}) AND parent_run_id IS NOT NULL \
+               UNION ALL \
+               SELECT r.parent_run_id, a.depth + 1 FROM runs r JOIN a ON r.id = a.id \
+               WHERE r.parent_run_id IS NOT NULL) \
+             SELECT id, MIN(depth) AS nearest FROM a GROUP BY id ORDER BY nearest, id",
+            params(1, ids.len())
+        );
+        let mut query = sqlx::query(&sql);
+        for id in ids {
+            query = query.bind(*id);
+        }
+        let ancestors = query.fetch_all(tx.conn()).await?;
+        for row in &ancestors {
+            let id = rows::text(row, "id")?;
+            self.resource_unblocked(tx, &id).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,231 @@
+//! Concurrent record saves and lease hand-backs share transactions (the group commit) and
+//! one claim leases many runs with set-based reads; every write still gets its own fence,
+//! its own version check and its own answer.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use futures::future::join_all;
+use sagents::domain::commands::CreateJob;
+use sagents::domain::job::PauseBehavior;
+use sagents::lifecycle::machine::ResourceState;
+use sagents::store::{Backend, RunEffect, StoreError};
+use serde_json::json;
+
+use super::{activate, due_work, register, release, sandbox_run, save_and_release, work_for};
+use crate::store::{fx, suspend_cmd, Fx};
+
+both!(
+    concurrent_saves_are_grouped_and_answered_one_by_one,
+    one_claim_reads_each_runs_own_jobs_children_and_suspension,
+);
+
+/// Every event of every session, by session: (sequence, type).
+async fn events(
+    f: &Fx,
+    sessions: &[sagents::domain::session::Session],
+) -> BTreeMap<String, Vec<(i64, String)>> {
+    let mut out = BTreeMap::new();
+    for s in sessions {
+        let list = f
+            .store
+            .list_events(None, &s.id, 0, 1000)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.sequence, e.r#type))
+            .collect();
+        out.insert(s.id.to_string(), list);
+    }
+    out
+}
+
+async fn concurrent_saves_are_grouped_and_answered_one_by_one(backend: Backend) {
+    let f = fx(backend).await;
+    register(&f).await;
+    // Two runs per session, so one group writes several events into the same session log.
+    let mut sessions = Vec::new();
+    let mut runs = Vec::new();
+    for _ in 0..6 {
+        let s = f.session("acme").await;
+        runs.push(sandbox_run(&f, &s, None).await);
+        runs.push(sandbox_run(&f, &s, None).await);
+        sessions.push(s);
+    }
+    let work = due_work(&f).await;
+    assert_eq!(work.len(), runs.len());
+    let before_events = events(&f, &sessions).await;
+    let revisions: Vec<i64> = join_all(sessions.iter().map(|s| f.snapshot(s)))
+        .await
+        .iter()
+        .map(|snap| snap.session.revision)
+        .collect();
+    let metrics = f.store.metrics().clone();
+    let rejected = metrics.fenced_rejections.load(Ordering::Relaxed);
+    let groups = metrics.group_commits.load(Ordering::Relaxed);
+
+    // Item 0 has a stale token, item 1 a stale version; the others are good.
+    let saves = work.iter().enumerate().map(|(i, w)| {
+        let mut record = w.record.clone();
+        activate(&mut record);
+        let token = w.lease.fencing_token + if i == 0 { 1000 } else { 0 };
+        if i == 1 {
+            record.version += 5;
+        }
+        let store = f.store.clone();
+        let run_id = w.run.id.clone();
+        async move {
+            store
+                .save_resource(&run_id, token, &record, RunEffect::None)
+                .await
+        }
+    });
+    let answers = join_all(saves).await;
+
+    assert!(matches!(answers[0], Err(StoreError::LeaseLost)));
+    match &answers[1] {
+        Err(StoreError::Conflict { code, .. }) => assert_eq!(*code, "resource.version_conflict"),
+        other => panic!("expected a version conflict, got {other:?}"),
+    }
+    for (w, answer) in work.iter().zip(&answers).skip(2) {
+        let saved = answer.as_ref().expect("a good save is written");
+        assert_eq!(saved.run_id, w.run.id);
+        assert_eq!(saved.state, ResourceState::Active);
+        assert_eq!(saved.version, w.record.version + 1);
+        assert_eq!(f.store.get_resource(&w.run.id).await.unwrap(), *saved);
+    }
+    for w in &work[..2] {
+        assert_eq!(f.store.get_resource(&w.run.id).await.unwrap(), w.record);
+    }
+    assert_eq!(
+        metrics.fenced_rejections.load(Ordering::Relaxed),
+        rejected + 1
+    );
+    let used = metrics.group_commits.load(Ordering::Relaxed) - groups;
+    assert!(
+        (1..answers.len() as u64).contains(&used),
+        "{} concurrent saves took {used} transactions",
+        answers.len()
+    );
+
+    // Each session logged one `lifecycle.active` per written run, numbered on from before,
+    // and no session revision moved: compute changes are not visible.
+    let after = events(&f, &sessions).await;
+    for s in &sessions {
+        let old = &before_events[s.id.as_str()];
+        let new = &after[s.id.as_str()];
+        let written = work[2..]
+            .iter()
+            .filter(|w| w.run.session_id == s.id)
+            .count();
+        assert_eq!(new.len(), old.len() + written, "session {}", s.id);
+        let sequences: Vec<i64> = new.iter().map(|(n, _)| *n).collect();
+        let expected: Vec<i64> = (1..=new.len() as i64).collect();
+        assert_eq!(sequences, expected, "gapless, in order");
+        assert!(new[old.len()..]
+            .iter()
+            .all(|(_, t)| t == "lifecycle.active"));
+    }
+    let now: Vec<i64> = join_all(sessions.iter().map(|s| f.snapshot(s)))
+        .await
+        .iter()
+        .map(|snap| snap.session.revision)
+        .collect();
+    assert_eq!(now, revisions);
+
+    // Hand-backs group too; a stale token hands nothing back.
+    let backs = work.iter().enumerate().map(|(i, w)| {
+        let store = f.store.clone();
+        let run_id = w.run.id.clone();
+        let token = w.lease.fencing_token + if i == 0 { 1000 } else { 0 };
+        async move { store.release_lease(&run_id, token).await }
+    });
+    assert!(join_all(backs).await.iter().all(Result::is_ok));
+    // Run 1 (not written, still due) was handed back: claimable at once. Run 0 still holds
+    // its lease (handed back with a stale token) until it expires.
+    let leftover: Vec<_> = due_work(&f).await.into_iter().map(|w| w.run.id).collect();
+    assert_eq!(leftover, vec![work[1].run.id.clone()]);
+    f.advance(crate::store::TTL);
+    let mut again: Vec<_> = due_work(&f).await.into_iter().map(|w| w.run.id).collect();
+    again.sort();
+    let mut expected = vec![work[0].run.id.clone(), work[1].run.id.clone()];
+    expected.sort();
+    assert_eq!(again, expected);
+}
+
+async fn one_claim_reads_each_runs_own_jobs_children_and_suspension(backend: Backend) {
+    let f = fx(backend).await;
+    register(&f).await;
+    let s = f.session("acme").await;
+    // Two parents, each with a child whose compute is released; the first parent has a job.
+    let mut parents = Vec::new();
+    let mut children = Vec::new();
+    for _ in 0..2 {
+        let parent = sandbox_run(&f, &s, None).await;
+        let w = work_for(&f, &parent.id).await;
+        save_and_release(&f, &w, activate).await;
+        let child = sandbox_run(&f, &s, Some(parent.id.clone())).await;
+        let w = work_for(&f, &child.id).await;
+        let now = f.store.now();
+        save_and_release(&f, &w, |r| release(r, now)).await;
+        parents.push(parent);
+        children.push(child);
+    }
+    let claims = f
+        .store
+        .claim_runs(Some("acme"), "runtime-1", 10, crate::store::ttl())
+        .await
+        .unwrap();
+    let claim_of = |id: &sagents::domain::RunId| {
+        claims
+            .iter()
+            .find(|c| &c.run.id == id)
+            .expect("the parent is claimable")
+            .lease
+            .fencing_token
+    };
+    let job = f
+        .store
+        .create_job(
+            Some("acme"),
+            &parents[0].id,
+            &CreateJob {
+                fencing_token: claim_of(&parents[0].id),
+                kind: "sandbox.exec".into(),
+                payload: json!({ "cmd": "make" }),
+                pause_behavior: Some(PauseBehavior::Continue),
+                execution_affinity: None,
+            },
+        )
+        .await
+        .unwrap();
+    for (i, p) in parents.iter().enumerate() {
+        f.store
+            .suspend_run(
+                Some("acme"),
+                &p.id,
+                &suspend_cmd(claim_of(&p.id), i as i64 + 1, true),
+            )
+            .await
+            .unwrap();
+    }
+
+    let work = due_work(&f).await;
+    let ids: Vec<_> = work.iter().map(|w| w.run.id.clone()).collect();
+    assert_eq!(ids.len(), 2, "both parents are due: {ids:?}");
+    for w in &work {
+        let i = parents.iter().position(|p| p.id == w.run.id).unwrap();
+        assert_eq!(
+            w.descendants,
+            vec![(children[i].id.clone(), ResourceState::Released)]
+        );
+        let suspension = w.suspension.as_ref().expect("its suspension");
+        assert_eq!(suspension.run_id, w.run.id);
+        let jobs: Vec<_> = w.jobs.iter().map(|j| j.id.clone()).collect();
+        if i == 0 {
+            assert_eq!(jobs, vec![job.id.clone()]);
+        } else {
+            assert!(jobs.is_empty());
+        }
+    }
+}
