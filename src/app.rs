@@ -221,6 +221,7 @@ fn start_lifecycle_pool(state: &AppState) -> WorkerPool {
         Duration::from_secs(state.config.lease_ttl_seconds),
     );
     config.shutdown_grace = LIFECYCLE_SHUTDOWN_GRACE;
+    config.batch = state.config.worker_batch;
     WorkerPool::start(
         Arc::new(coordinator),
         state.store.clone(),

@@ -104,6 +104,12 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub workers: u32,
 
+    /// Runs one scheduler worker claims and works on at once (the replica's lifecycle
+    /// concurrency is workers × batch).
+    #[arg(long, env = "SAGENTS_WORKER_BATCH", default_value_t = 16, global = true,
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub worker_batch: u32,
+
     #[arg(long, env = "SAGENTS_LEASE_TTL_SECONDS", default_value_t = 30, global = true,
           value_parser = clap::value_parser!(u64).range(3..=3600))]
     pub lease_ttl_seconds: u64,
@@ -143,6 +149,7 @@ impl Config {
             database_url: database_url.into(),
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             workers: 8,
+            worker_batch: 16,
             lease_ttl_seconds: 30,
             long_poll_max_seconds: 60,
             body_limit_bytes: 1_048_576,
@@ -175,6 +182,7 @@ mod tests {
         assert_eq!(cli.config.database_url, d.database_url);
         assert_eq!(cli.config.listen, d.listen);
         assert_eq!(cli.config.workers, d.workers);
+        assert_eq!(cli.config.worker_batch, d.worker_batch);
         assert_eq!(cli.config.lease_ttl_seconds, d.lease_ttl_seconds);
         assert_eq!(cli.config.long_poll_max_seconds, d.long_poll_max_seconds);
         assert_eq!(cli.config.body_limit_bytes, d.body_limit_bytes);

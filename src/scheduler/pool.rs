@@ -1,6 +1,7 @@
-//! N lifecycle workers per replica. Each claims one due run at a time, lets the coordinator
-//! work on it under a kept lease, and when idle waits for a work notification, the next
-//! due time or a fallback poll, whichever comes first.
+//! N lifecycle workers per replica. Each claims a batch of due runs at a time, lets the
+//! coordinator work on them concurrently, each under its own kept lease (their writes meet
+//! in the store's group commit), and when idle waits for a work notification, the next due
+//! time or a fallback poll, whichever comes first.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +24,8 @@ pub struct PoolConfig {
     /// Names this replica; worker `n` holds leases as `<replica_id>:w<n>` (holder names allow no `/`).
     pub replica_id: String,
     pub workers: usize,
+    /// Runs a worker claims and works on at once.
+    pub batch: u32,
     pub lease_ttl: Duration,
     /// The longest an idle worker sleeps without a notification.
     pub fallback_poll: Duration,
@@ -36,6 +39,7 @@ impl PoolConfig {
         Self {
             replica_id: replica_id.into(),
             workers,
+            batch: 16,
             lease_ttl,
             fallback_poll: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(10),
@@ -195,13 +199,17 @@ async fn worker(shared: Arc<Shared>, n: usize, shutdown: watch::Receiver<bool>) 
             break;
         };
         drop(turn);
-        for work in items {
-            if !shared.run_item(work, shutdown.clone()).await {
-                // The run is still due: do not spin on a failure that may persist.
-                tokio::select! {
-                    _ = tokio::time::sleep(CLAIM_ERROR_BACKOFF) => {}
-                    _ = stopped(shutdown.clone()) => {}
-                }
+        let done = futures::future::join_all(
+            items
+                .into_iter()
+                .map(|work| shared.run_item(work, shutdown.clone())),
+        )
+        .await;
+        if done.contains(&false) {
+            // Those runs are still due: do not spin on a failure that may persist.
+            tokio::select! {
+                _ = tokio::time::sleep(CLAIM_ERROR_BACKOFF) => {}
+                _ = stopped(shutdown.clone()) => {}
             }
         }
     }
@@ -223,7 +231,11 @@ impl Shared {
                 return None;
             }
             wake.borrow_and_update();
-            let wait = match self.store.claim_lifecycle_work(holder, 1, ttl).await {
+            let wait = match self
+                .store
+                .claim_lifecycle_work(holder, self.config.batch, ttl)
+                .await
+            {
                 Ok(items) if !items.is_empty() => return Some(items),
                 Ok(_) => self.idle_wait().await,
                 Err(e) => {
