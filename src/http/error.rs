@@ -145,6 +145,10 @@ impl IntoResponse for ApiError {
         if let Some(secs) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
+        if self.status == StatusCode::PAYLOAD_TOO_LARGE {
+            // The unread body makes the connection unusable: say so, or a client may reuse it.
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         res
     }
 }

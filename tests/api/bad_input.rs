@@ -441,6 +441,9 @@ async fn bad_input_is_refused_and_changes_nothing(backend: Backend) {
 }
 
 async fn check_problem(res: reqwest::Response, case: &Case) {
+    if case.status == 413 {
+        assert_eq!(res.headers()["connection"], "close", "{}", case.name);
+    }
     let problem = expect_problem(res, case.status, case.code, case.field).await;
     if case.code == "request.malformed_json" {
         let detail = problem["detail"].as_str().unwrap();
