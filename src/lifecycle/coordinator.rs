@@ -162,7 +162,7 @@ impl Coordinator {
             step: 0,
         };
         let result = self.steps(&mut w).await;
-        if let Err(e) = self.store.release_lease(&w.run.id, w.token).await {
+        if let Err(e) = self.store.release_lease(&w.run.id, &lease).await {
             tracing::warn!(run_id = %w.run.id, error = %e, "could not hand the lease back");
         }
         match result {

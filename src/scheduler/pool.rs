@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::keeper::{keep_lease, LeaseEnd};
+use crate::domain::claim::Lease;
 use crate::lifecycle::coordinator::Coordinator;
 use crate::store::{LifecycleWork, Store};
 
@@ -145,19 +146,19 @@ impl Shared {
             end = keep_lease(&self.store, &lease, self.config.lease_ttl) => {
                 tracing::warn!(run_id = %run_id, why = ?end, "lease not kept: lifecycle work dropped");
                 if end == LeaseEnd::Expiring {
-                    self.hand_back(&run_id, lease.fencing_token).await;
+                    self.hand_back(&run_id, &lease).await;
                 }
             }
             _ = stopping => {
                 tracing::warn!(run_id = %run_id, "shutting down: lifecycle work dropped, lease handed back");
-                self.hand_back(&run_id, lease.fencing_token).await;
+                self.hand_back(&run_id, &lease).await;
             }
         }
         true
     }
 
-    async fn hand_back(&self, run_id: &crate::domain::RunId, token: i64) {
-        if let Err(e) = self.store.release_lease(run_id, token).await {
+    async fn hand_back(&self, run_id: &crate::domain::RunId, lease: &Lease) {
+        if let Err(e) = self.store.release_lease(run_id, lease).await {
             tracing::warn!(run_id = %run_id, error = %e, "could not hand the lease back");
         }
     }

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use tokio::sync::oneshot;
 
-use super::resource_batch::SaveItem;
+use super::resource_batch::{HandBack, SaveItem};
 use super::{RunEffect, Store, StoreError, StoreResult};
 use crate::domain::RunId;
 use crate::lifecycle::record::ExecutionResourceRecord;
@@ -22,14 +22,14 @@ type Reply<T> = oneshot::Sender<StoreResult<T>>;
 
 enum Pending {
     Save(Box<SaveItem>, Reply<ExecutionResourceRecord>),
-    HandBack((RunId, i64), Reply<()>),
+    HandBack(HandBack, Reply<()>),
 }
 
 impl Pending {
     fn run_id(&self) -> &RunId {
         match self {
             Pending::Save(item, _) => &item.run_id,
-            Pending::HandBack((run_id, _), _) => run_id,
+            Pending::HandBack(lease, _) => &lease.run_id,
         }
     }
 }
@@ -94,11 +94,9 @@ impl Store {
         self.await_group(answer).await
     }
 
-    pub(super) async fn hand_back_grouped(&self, run_id: RunId, token: i64) -> StoreResult<()> {
+    pub(super) async fn hand_back_grouped(&self, lease: HandBack) -> StoreResult<()> {
         let (reply, answer) = oneshot::channel();
-        self.inner
-            .group
-            .push(Pending::HandBack((run_id, token), reply));
+        self.inner.group.push(Pending::HandBack(lease, reply));
         self.await_group(answer).await
     }
 
@@ -179,7 +177,7 @@ impl Store {
     async fn write_in_one(
         &self,
         saves: &[SaveItem],
-        hand_backs: &[(RunId, i64)],
+        hand_backs: &[HandBack],
     ) -> StoreResult<Vec<StoreResult<ExecutionResourceRecord>>> {
         let mut tx = self.write_tx().await?;
         let result = async {

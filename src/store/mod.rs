@@ -158,7 +158,12 @@ mod tests {
         send(&s.claim_lifecycle_work("c", 1, ttl));
         send(&s.next_lifecycle_due());
         send(&s.save_resource(run, 1, record, RunEffect::None));
-        send(&s.release_lease(run, 1));
+        let lease = crate::domain::claim::Lease {
+            lease_id: lease.clone(),
+            fencing_token: 1,
+            expires_at: s.now(),
+        };
+        send(&s.release_lease(run, &lease));
         send(&s.get_resource(run));
         send(&s.lifecycle_metrics());
         send(&Store::connect(

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::many::{params, value_rows};
@@ -25,6 +26,14 @@ pub(super) struct SaveItem {
     pub fencing_token: i64,
     pub record: ExecutionResourceRecord,
     pub effect: RunEffect,
+}
+
+/// A lifecycle lease to hand back, and the `due_at` its claim deferred the record to.
+#[derive(Debug)]
+pub(super) struct HandBack {
+    pub run_id: RunId,
+    pub fencing_token: i64,
+    pub deferred_until: DateTime<Utc>,
 }
 
 /// Parameters per row of the batched record update (`$1` is the shared `now`).
@@ -207,11 +216,35 @@ impl Store {
             .collect()
     }
 
-    /// Hands back each lease its fencing token still holds (the others are left alone).
+    /// A claimed record is deferred to its lease's expiry, so that claims never scan past
+    /// records that are due but leased: whoever holds the lease writes the real `due_at`.
+    pub(super) async fn defer_resources(
+        &self,
+        tx: &mut WriteTx,
+        ids: &[&str],
+        until: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "UPDATE execution_resources SET due_at = $1 WHERE run_id IN ({})",
+            params(2, ids.len())
+        );
+        let mut query = sqlx::query(&sql).bind(to_millis(until));
+        for id in ids {
+            query = query.bind(*id);
+        }
+        query.execute(tx.conn()).await?;
+        Ok(())
+    }
+
+    /// Hands back each lease its fencing token still holds (the others are left alone); a
+    /// record still deferred by that lease's claim is due again now.
     pub(super) async fn hand_back_in(
         &self,
         tx: &mut WriteTx,
-        leases: &[(RunId, i64)],
+        leases: &[HandBack],
     ) -> StoreResult<()> {
         if leases.is_empty() {
             return Ok(());
@@ -219,16 +252,40 @@ impl Store {
         let sql = format!(
             "UPDATE runs SET lease_id = NULL, lease_holder = NULL, fencing_token = NULL, \
              lease_expires_at = NULL FROM (VALUES {}) AS v \
-             WHERE runs.id = v.column1 AND runs.fencing_token = v.column2",
+             WHERE runs.id = v.column1 AND runs.fencing_token = v.column2 RETURNING runs.id",
             value_rows(1, leases.len(), 2)
         );
         let mut query = sqlx::query(&sql);
-        for (run_id, token) in leases {
-            query = query.bind(run_id.as_str()).bind(*token);
+        for l in leases {
+            query = query.bind(l.run_id.as_str()).bind(l.fencing_token);
         }
-        if query.execute(tx.conn()).await?.rows_affected() > 0 {
-            tx.work();
+        let handed: Vec<String> = query
+            .fetch_all(tx.conn())
+            .await?
+            .iter()
+            .map(|row| rows::text(row, "id"))
+            .collect::<StoreResult<_>>()?;
+        if handed.is_empty() {
+            return Ok(());
         }
+        tx.work();
+        let deferred: Vec<&HandBack> = leases
+            .iter()
+            .filter(|l| handed.iter().any(|id| id == l.run_id.as_str()))
+            .collect();
+        let sql = format!(
+            "UPDATE execution_resources SET due_at = $1 FROM (VALUES {}) AS v \
+             WHERE execution_resources.run_id = v.column1 \
+               AND execution_resources.due_at = v.column2",
+            value_rows(2, deferred.len(), 2)
+        );
+        let mut query = sqlx::query(&sql).bind(to_millis(tx.now));
+        for l in deferred {
+            query = query
+                .bind(l.run_id.as_str())
+                .bind(to_millis(l.deferred_until));
+        }
+        query.execute(tx.conn()).await?;
         Ok(())
     }
 

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use super::dialect::DueRuns;
 use super::leases::{lease_expiry, MAX_CLAIMS};
-use super::resource_batch::SaveItem;
+use super::resource_batch::{HandBack, SaveItem};
 use super::rows;
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
@@ -150,9 +150,16 @@ impl Store {
         .await
     }
 
-    /// Hands back a lease if `fencing_token` still holds it (no-op otherwise).
-    pub async fn release_lease(&self, run_id: &RunId, fencing_token: i64) -> StoreResult<()> {
-        self.hand_back_grouped(run_id.clone(), fencing_token).await
+    /// Hands back a lifecycle lease if its fencing token still holds it (no-op otherwise).
+    /// A record that no save has touched since the claim deferred it is due again at once,
+    /// so another worker need not wait for the lease to expire.
+    pub async fn release_lease(&self, run_id: &RunId, lease: &Lease) -> StoreResult<()> {
+        self.hand_back_grouped(HandBack {
+            run_id: run_id.clone(),
+            fencing_token: lease.fencing_token,
+            deferred_until: lease.expires_at,
+        })
+        .await
     }
 
     /// `NotFound("execution_resource")` when the run has no record.
@@ -213,6 +220,7 @@ impl Store {
             }
         }
         let ids: Vec<&str> = due.iter().map(|(l, _)| l.run_id.as_str()).collect();
+        self.defer_resources(tx, &ids, expires_at).await?;
         let mut runs = self.load_runs(tx.conn(), &ids, false).await?;
         let mut jobs = self.jobs_of_runs(tx.conn(), &ids).await?;
         let mut descendants = self.descendants_of_runs(tx.conn(), &ids).await?;

@@ -214,10 +214,7 @@ async fn a_keeper_gives_up_when_its_lease_is_taken_or_about_to_expire() {
 
     // A replica that cannot reach its database stops before its lease runs out.
     for w in &taken {
-        b.store
-            .release_lease(&w.run.id, w.lease.fencing_token)
-            .await
-            .unwrap();
+        b.store.release_lease(&w.run.id, &w.lease).await.unwrap();
     }
     let lease = doomed
         .store

@@ -7,6 +7,7 @@ use std::time::Duration as StdDuration;
 use sagents::domain::interaction::SuspensionReason;
 use sagents::lifecycle::coordinator::Processed;
 use sagents::lifecycle::machine::ResourceState;
+use sagents::lifecycle::record::ExecutionResourceRecord;
 use sagents::providers::client::CallOptions;
 use sagents::providers::spec::{ReleaseDisposition, WorkspaceMode};
 use sagents::providers::wire::{ReleaseRequest, ReleaseSpec, RequestContext, SandboxState};
@@ -222,7 +223,15 @@ async fn a_stale_holder_cannot_write_and_is_counted() {
         0,
         "the stale holder stopped before calling the provider"
     );
-    assert_eq!(lx.record(&run).await, before, "nothing was written");
+    let deferred = ExecutionResourceRecord {
+        due_at: Some(fresh[0].lease.expires_at),
+        ..before.clone()
+    };
+    assert_eq!(
+        lx.record(&run).await,
+        deferred,
+        "nothing was written (the fresh claim deferred the record to its lease's end)"
+    );
     let direct = lx
         .store()
         .save_resource(

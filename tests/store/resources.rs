@@ -107,7 +107,7 @@ pub async fn save_and_release(
         .await
         .unwrap();
     f.store
-        .release_lease(&work.run.id, work.lease.fencing_token)
+        .release_lease(&work.run.id, &work.lease)
         .await
         .unwrap();
     saved

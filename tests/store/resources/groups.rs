@@ -9,6 +9,7 @@ use futures::future::join_all;
 use sagents::domain::commands::CreateJob;
 use sagents::domain::job::PauseBehavior;
 use sagents::lifecycle::machine::ResourceState;
+use sagents::lifecycle::record::ExecutionResourceRecord;
 use sagents::store::{Backend, RunEffect, StoreError};
 use serde_json::json;
 
@@ -16,6 +17,7 @@ use super::{activate, due_work, register, release, sandbox_run, save_and_release
 use crate::store::{fx, suspend_cmd, Fx};
 
 both!(
+    a_claim_defers_the_record_until_its_lease_ends,
     concurrent_saves_are_grouped_and_answered_one_by_one,
     one_claim_reads_each_runs_own_jobs_children_and_suspension,
 );
@@ -38,6 +40,47 @@ async fn events(
         out.insert(s.id.to_string(), list);
     }
     out
+}
+
+async fn a_claim_defers_the_record_until_its_lease_ends(backend: Backend) {
+    let f = fx(backend).await;
+    register(&f).await;
+    let s = f.session("acme").await;
+    let run = sandbox_run(&f, &s, None).await;
+    let work = work_for(&f, &run.id).await;
+    let stored = f.store.get_resource(&run.id).await.unwrap();
+    assert_eq!(stored.due_at, Some(work.lease.expires_at));
+    assert_eq!(
+        stored.version, work.record.version,
+        "deferring is not a change"
+    );
+    assert!(due_work(&f).await.is_empty());
+
+    // Handed back untouched: due again at once.
+    f.advance(1);
+    f.store.release_lease(&run.id, &work.lease).await.unwrap();
+    let stored = f.store.get_resource(&run.id).await.unwrap();
+    assert_eq!(stored.due_at, Some(f.store.now()));
+
+    // Handed back after a save that set its own due time: that time stays.
+    let work = work_for(&f, &run.id).await;
+    let mut record = work.record.clone();
+    let retry_at = f.store.now() + chrono::Duration::seconds(5);
+    record.retry_count = 1;
+    record.next_retry_at = Some(retry_at);
+    record.due_at = Some(retry_at);
+    f.store
+        .save_resource(&run.id, work.lease.fencing_token, &record, RunEffect::None)
+        .await
+        .unwrap();
+    f.store.release_lease(&run.id, &work.lease).await.unwrap();
+    assert_eq!(
+        f.store.get_resource(&run.id).await.unwrap().due_at,
+        Some(retry_at)
+    );
+    assert!(due_work(&f).await.is_empty());
+    f.advance(5);
+    assert_eq!(work_for(&f, &run.id).await.record.retry_count, 1);
 }
 
 async fn concurrent_saves_are_grouped_and_answered_one_by_one(backend: Backend) {
@@ -95,7 +138,11 @@ async fn concurrent_saves_are_grouped_and_answered_one_by_one(backend: Backend) 
         assert_eq!(f.store.get_resource(&w.run.id).await.unwrap(), *saved);
     }
     for w in &work[..2] {
-        assert_eq!(f.store.get_resource(&w.run.id).await.unwrap(), w.record);
+        let untouched = ExecutionResourceRecord {
+            due_at: Some(w.lease.expires_at),
+            ..w.record.clone()
+        };
+        assert_eq!(f.store.get_resource(&w.run.id).await.unwrap(), untouched);
     }
     assert_eq!(
         metrics.fenced_rejections.load(Ordering::Relaxed),
@@ -137,8 +184,11 @@ async fn concurrent_saves_are_grouped_and_answered_one_by_one(backend: Backend) 
     let backs = work.iter().enumerate().map(|(i, w)| {
         let store = f.store.clone();
         let run_id = w.run.id.clone();
-        let token = w.lease.fencing_token + if i == 0 { 1000 } else { 0 };
-        async move { store.release_lease(&run_id, token).await }
+        let mut lease = w.lease.clone();
+        if i == 0 {
+            lease.fencing_token += 1000;
+        }
+        async move { store.release_lease(&run_id, &lease).await }
     });
     assert!(join_all(backs).await.iter().all(Result::is_ok));
     // Run 1 (not written, still due) was handed back: claimable at once. Run 0 still holds

@@ -58,7 +58,7 @@ async fn lifecycle_metrics_on_a_known_data_set(backend: Backend) {
     })
     .await;
     f.store
-        .release_lease(&work[12].run.id, work[12].lease.fencing_token)
+        .release_lease(&work[12].run.id, &work[12].lease)
         .await
         .unwrap();
 

@@ -285,10 +285,7 @@ async fn a_released_child_wakes_its_blocked_ancestors(backend: Backend) {
         .save_resource(&child.id, c.lease.fencing_token, &released, RunEffect::None)
         .await
         .unwrap();
-    f.store
-        .release_lease(&child.id, c.lease.fencing_token)
-        .await
-        .unwrap();
+    f.store.release_lease(&child.id, &c.lease).await.unwrap();
     for b in &blocked[..2] {
         let now_due = f.store.get_resource(&b.run_id).await.unwrap();
         assert_eq!(now_due.due_at, Some(f.store.now()), "{}", b.run_id);
@@ -399,10 +396,7 @@ async fn compute_changes_never_touch_the_snapshot(backend: Backend) {
         }
         if step == 4 {
             // Hand the lease back and take it again, as a retry after a restart would.
-            f.store
-                .release_lease(&run.id, work.lease.fencing_token)
-                .await
-                .unwrap();
+            f.store.release_lease(&run.id, &work.lease).await.unwrap();
             unchanged().await;
             work = work_for(&f, &run.id).await;
             record.version = work.record.version;
@@ -421,10 +415,7 @@ async fn compute_changes_never_touch_the_snapshot(backend: Backend) {
         f.store.next_lifecycle_due().await.unwrap();
         unchanged().await;
     }
-    f.store
-        .release_lease(&run.id, work.lease.fencing_token)
-        .await
-        .unwrap();
+    f.store.release_lease(&run.id, &work.lease).await.unwrap();
     unchanged().await;
     assert_eq!(record.generation, 3);
 
