@@ -25,8 +25,9 @@ use crate::noop::Noop;
 use crate::stats::Latency;
 
 pub const TENANT: &str = "bench";
-/// The service's default pool size.
+/// The service's default pool size and claim batch.
 pub const WORKERS: usize = 8;
+pub const BATCH: u32 = 16;
 /// How many setup calls (create, suspend) run at once.
 const SETUP_CONCURRENCY: usize = 8;
 /// Safety net for anything the bench waits on; never part of a measurement.
@@ -49,7 +50,8 @@ pub struct Running {
 impl Running {
     pub fn start(coordinator: &Arc<Coordinator>, store: &Store) -> Self {
         let (stop, shutdown) = watch::channel(false);
-        let config = PoolConfig::new("bench", WORKERS, Duration::from_secs(30));
+        let mut config = PoolConfig::new("bench", WORKERS, Duration::from_secs(30));
+        config.batch = BATCH;
         let pool = WorkerPool::start(coordinator.clone(), store.clone(), config, shutdown);
         Running { stop, pool }
     }

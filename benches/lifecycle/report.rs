@@ -6,7 +6,7 @@ use sagents::store::Backend;
 
 use crate::claims::ClaimRates;
 use crate::db;
-use crate::drive::WORKERS;
+use crate::drive::{BATCH, WORKERS};
 use crate::floor;
 use crate::stats::{list, median, rate, Latency};
 
@@ -153,7 +153,7 @@ pub fn print(k: &Knobs, figures: &[Figures], took: Duration) {
     let cells = |f: &dyn Fn(&Figures) -> String| figures.iter().map(f).collect::<Vec<_>>();
     let mut out = String::new();
     out.push_str(&format!(
-        "## Lifecycle bench: suspend → released ({cores} cores, {WORKERS} workers, \
+        "## Lifecycle bench: suspend → released ({cores} cores, {WORKERS} workers × {BATCH} runs, \
          median of {} repetitions unless noted, {:.0} s in all)\n\n",
         k.reps,
         took.as_secs_f64()
