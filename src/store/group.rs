@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
@@ -32,12 +32,20 @@ impl Pending {
             Pending::HandBack(lease, _) => &lease.run_id,
         }
     }
+
+    /// Its caller stopped waiting (its work was dropped): it is not written.
+    fn abandoned(&self) -> bool {
+        match self {
+            Pending::Save(_, reply) => reply.is_closed(),
+            Pending::HandBack(_, reply) => reply.is_closed(),
+        }
+    }
 }
 
 pub(super) struct GroupCommit {
     queue: Mutex<Vec<Pending>>,
-    /// One permit per group that may be written at once.
-    leaders: tokio::sync::Semaphore,
+    /// One permit per group that may be written at once, held until the group is written.
+    leaders: Arc<tokio::sync::Semaphore>,
 }
 
 impl GroupCommit {
@@ -45,7 +53,7 @@ impl GroupCommit {
     pub fn new(writers: usize) -> Self {
         Self {
             queue: Mutex::new(Vec::new()),
-            leaders: tokio::sync::Semaphore::new(writers.max(1)),
+            leaders: Arc::new(tokio::sync::Semaphore::new(writers.max(1))),
         }
     }
 
@@ -65,6 +73,9 @@ impl GroupCommit {
         let mut group = Vec::new();
         let mut rest = Vec::new();
         for p in queue.drain(..) {
+            if p.abandoned() {
+                continue;
+            }
             if group.len() < MAX_GROUP && seen.insert(p.run_id().clone()) {
                 group.push(p);
             } else {
@@ -109,7 +120,9 @@ impl Store {
             let leader = tokio::select! {
                 biased;
                 done = &mut answer => return done.unwrap_or_else(|_| Err(abandoned())),
-                leader = self.inner.group.leaders.acquire() => leader.map_err(|_| abandoned())?,
+                leader = self.inner.group.leaders.clone().acquire_owned() => {
+                    leader.map_err(|_| abandoned())?
+                }
             };
             if let Ok(done) = answer.try_recv() {
                 return done;
@@ -120,13 +133,17 @@ impl Store {
                 drop(leader);
                 return answer.await.unwrap_or_else(|_| Err(abandoned()));
             }
-            // Written on its own task: a caller that gives up cannot abandon the others.
+            // Written on its own task, which keeps the permit: a caller that gives up can
+            // neither abandon the others nor let a second group start beside this one.
             let store = self.clone();
-            let written = tokio::spawn(async move { store.write_group(group).await }).await;
+            let written = tokio::spawn(async move {
+                store.write_group(group).await;
+                drop(leader);
+            })
+            .await;
             if let Err(e) = written {
                 tracing::error!(error = %e, "a grouped write ended abnormally");
             }
-            drop(leader);
         }
     }
 
@@ -159,12 +176,31 @@ impl Store {
                 Err(e) => tracing::warn!(error = %e, "a grouped write failed: writing each alone"),
             }
         }
+        // Alone, until the database itself is unavailable: then every write left gets that
+        // answer at once instead of waiting out its own timeout.
+        let mut down: Option<String> = None;
         for (item, reply) in saves.iter().zip(save_replies) {
-            let _ = reply.send(self.save_alone(item).await);
+            let result = match &down {
+                Some(why) => Err(StoreError::Unavailable(why.clone())),
+                None => self.save_alone(item).await,
+            };
+            if let Err(StoreError::Unavailable(why)) = &result {
+                down = Some(why.clone());
+            }
+            let _ = reply.send(result);
         }
         for (lease, reply) in hand_backs.iter().zip(hand_back_replies) {
-            let result = self.write_in_one(&[], std::slice::from_ref(lease)).await;
-            let _ = reply.send(result.map(|_| ()));
+            let result = match &down {
+                Some(why) => Err(StoreError::Unavailable(why.clone())),
+                None => self
+                    .write_in_one(&[], std::slice::from_ref(lease))
+                    .await
+                    .map(|_| ()),
+            };
+            if let Err(StoreError::Unavailable(why)) = &result {
+                down = Some(why.clone());
+            }
+            let _ = reply.send(result);
         }
     }
 
@@ -181,7 +217,13 @@ impl Store {
     ) -> StoreResult<Vec<StoreResult<ExecutionResourceRecord>>> {
         let mut tx = self.write_tx().await?;
         let result = async {
-            let saved = self.save_batch_in(&mut tx, saves).await?;
+            // Every run of the group, saves and hand-backs alike, locked first and in id order.
+            let mut ids: Vec<&str> = saves.iter().map(|s| s.run_id.as_str()).collect();
+            ids.extend(hand_backs.iter().map(|h| h.run_id.as_str()));
+            ids.sort_unstable();
+            ids.dedup();
+            let runs = self.load_runs(tx.conn(), &ids, true).await?;
+            let saved = self.save_batch_in(&mut tx, saves, &runs).await?;
             self.hand_back_in(&mut tx, hand_backs).await?;
             Ok(saved)
         }

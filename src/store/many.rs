@@ -66,7 +66,8 @@ impl Store {
             .collect()
     }
 
-    /// The records of the runs among `ids`, in id order; locked if `lock`.
+    /// The records of the runs among `ids`; locked if `lock`, in descending id order (the
+    /// order of a climb from a child, created later, to its ancestors).
     pub(super) async fn load_resources(
         &self,
         conn: &mut AnyConnection,
@@ -78,7 +79,7 @@ impl Store {
         }
         let sql = format!(
             "SELECT {RESOURCE_COLS} FROM execution_resources WHERE run_id IN ({}) \
-             ORDER BY run_id{}",
+             ORDER BY run_id DESC{}",
             params(1, ids.len()),
             if lock { self.lock_row() } else { "" }
         );
@@ -89,6 +90,33 @@ impl Store {
                 let record = rows::resource(row)?;
                 Ok((record.run_id.as_str().to_owned(), record))
             })
+            .collect()
+    }
+
+    /// Every ancestor of each run, nearest first: `(run, ancestor)` pairs.
+    pub(super) async fn ancestors_of_runs(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[&str],
+    ) -> StoreResult<Vec<(String, String)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "WITH RECURSIVE a (root, id, depth) AS (\
+               SELECT id, parent_run_id, 1 FROM runs \
+               WHERE id IN ({}) AND parent_run_id IS NOT NULL \
+               UNION ALL \
+               SELECT a.root, r.parent_run_id, a.depth + 1 FROM runs r JOIN a ON r.id = a.id \
+               WHERE r.parent_run_id IS NOT NULL) \
+             SELECT root, id FROM a ORDER BY depth, id",
+            params(1, ids.len())
+        );
+        bind_ids(sqlx::query(&sql), ids)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| Ok((rows::text(row, "root")?, rows::text(row, "id")?)))
             .collect()
     }
 

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::many::{params, value_rows};
 use super::resource_ops::lifecycle_event;
-use super::rows::{self, RESOURCE_COLS};
+use super::rows::{self, RunRecord, RESOURCE_COLS};
 use super::runops::Outcome;
 use super::tx::WriteTx;
 use super::{RunEffect, Store, StoreError, StoreResult};
@@ -46,16 +46,29 @@ fn flag(value: bool) -> i64 {
 impl Store {
     /// Writes each item under its own fence and version check, in item order; an item that
     /// fails its check gets its own error (`LeaseLost`, `Conflict`, `NotFound`) and writes
-    /// nothing. The outer error is a database failure: the transaction must be abandoned.
+    /// nothing. `runs` holds every item's run, already locked. The outer error is a database
+    /// failure: the transaction must be abandoned.
     pub(super) async fn save_batch_in(
         &self,
         tx: &mut WriteTx,
         items: &[SaveItem],
+        runs: &HashMap<String, RunRecord>,
     ) -> StoreResult<Vec<StoreResult<ExecutionResourceRecord>>> {
         let ids: Vec<&str> = items.iter().map(|i| i.run_id.as_str()).collect();
-        // Runs before records, each in id order: the order every writer locks them in.
-        let runs = self.load_runs(tx.conn(), &ids, true).await?;
-        let current = self.load_resources(tx.conn(), &ids, true).await?;
+        // A record that becomes released wakes its ancestors: their records are locked with
+        // the items' own, in one statement and one order, so two writers never wait on each
+        // other.
+        let releasing: Vec<&str> = items
+            .iter()
+            .filter(|i| i.record.state == ResourceState::Released)
+            .map(|i| i.run_id.as_str())
+            .collect();
+        let ancestors = self.ancestors_of_runs(tx.conn(), &releasing).await?;
+        let mut locked = ids.clone();
+        locked.extend(ancestors.iter().map(|(_, id)| id.as_str()));
+        locked.sort_unstable();
+        locked.dedup();
+        let current = self.load_resources(tx.conn(), &locked, true).await?;
         let mut verdicts = Vec::with_capacity(items.len());
         for item in items {
             let id = item.run_id.as_str();
@@ -116,7 +129,12 @@ impl Store {
             }
             results.push(Ok(record));
         }
-        self.wake_ancestors(tx, &released).await?;
+        let mut woken = std::collections::HashSet::new();
+        for (root, ancestor) in &ancestors {
+            if released.contains(&root.as_str()) && woken.insert(ancestor.as_str()) {
+                self.resource_unblocked(tx, ancestor).await?;
+            }
+        }
         for (item, result) in items.iter().zip(results.iter_mut()) {
             let (RunEffect::Fail { code, message }, Ok(_)) = (&item.effect, &*result) else {
                 continue;
@@ -286,34 +304,6 @@ impl Store {
                 .bind(to_millis(l.deferred_until));
         }
         query.execute(tx.conn()).await?;
-        Ok(())
-    }
-
-    /// Runs' compute was released: every ancestor's record is re-evaluated, nearest first
-    /// (the order in which every writer climbs the tree from its own record).
-    pub(super) async fn wake_ancestors(&self, tx: &mut WriteTx, ids: &[&str]) -> StoreResult<()> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let sql = format!(
-            "WITH RECURSIVE a (id, depth) AS (\
-               SELECT parent_run_id, 1 FROM runs \
-               WHERE id IN ({}) AND parent_run_id IS NOT NULL \
-               UNION ALL \
-               SELECT r.parent_run_id, a.depth + 1 FROM runs r JOIN a ON r.id = a.id \
-               WHERE r.parent_run_id IS NOT NULL) \
-             SELECT id, MIN(depth) AS nearest FROM a GROUP BY id ORDER BY nearest, id",
-            params(1, ids.len())
-        );
-        let mut query = sqlx::query(&sql);
-        for id in ids {
-            query = query.bind(*id);
-        }
-        let ancestors = query.fetch_all(tx.conn()).await?;
-        for row in &ancestors {
-            let id = rows::text(row, "id")?;
-            self.resource_unblocked(tx, &id).await?;
-        }
         Ok(())
     }
 }
