@@ -4,14 +4,14 @@
 //! fence and version check and gets its own answer; if a group fails as a whole, each of its
 //! writes is retried alone, so one bad write never fails the others.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
 use super::resource_batch::{HandBack, SaveItem};
-use super::{RunEffect, Store, StoreError, StoreResult};
+use super::{Backend, RunEffect, Store, StoreError, StoreResult};
 use crate::domain::RunId;
 use crate::lifecycle::record::ExecutionResourceRecord;
 
@@ -222,7 +222,12 @@ impl Store {
             ids.extend(hand_backs.iter().map(|h| h.run_id.as_str()));
             ids.sort_unstable();
             ids.dedup();
-            let runs = self.load_runs(tx.conn(), &ids, true).await?;
+            // SQLite has one writer and no row locks: hand-backs alone need no runs read.
+            let runs = if saves.is_empty() && self.backend() == Backend::Sqlite {
+                HashMap::new()
+            } else {
+                self.load_runs(tx.conn(), &ids, true).await?
+            };
             let saved = self.save_batch_in(&mut tx, saves, &runs).await?;
             self.hand_back_in(&mut tx, hand_backs).await?;
             Ok(saved)
