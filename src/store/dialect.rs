@@ -37,15 +37,6 @@ pub(super) enum DueRuns {
 }
 
 impl DueRuns {
-    /// The tables whose rows a PostgreSQL claim locks (skipping locked ones): a lifecycle
-    /// claim also takes the record, so it never waits on a writer that holds it.
-    fn locks(self) -> &'static str {
-        match self {
-            DueRuns::Runtime => "r",
-            DueRuns::Lifecycle => "r, e",
-        }
-    }
-
     /// `FROM …`, `WHERE …` and `ORDER BY …` of the due-run selection (run table alias `r`).
     fn sql(self) -> (&'static str, &'static str, &'static str) {
         match self {
@@ -128,14 +119,13 @@ impl Store {
         expires_at: DateTime<Utc>,
     ) -> StoreResult<Vec<LeasedRow>> {
         let (from, due_where, order) = due.sql();
-        let locks = due.locks();
         match self.inner.backend {
             Backend::Postgres => {
                 let sql = format!(
                     "WITH due AS (\
                        SELECT r.id, r.state AS prev_state, r.lease_id AS prev_lease_id \
                        FROM {from} WHERE {due_where} ORDER BY {order} LIMIT $3 \
-                       FOR NO KEY UPDATE OF {locks} SKIP LOCKED) \
+                       FOR NO KEY UPDATE OF r SKIP LOCKED) \
                      UPDATE runs SET \
                        lease_id = 'lea_' || replace(CAST(gen_random_uuid() AS TEXT), '-', ''), \
                        lease_holder = $4, \

@@ -245,9 +245,13 @@ impl Store {
         if ids.is_empty() {
             return Ok(());
         }
+        // Locked in the order every writer of several records uses (see `load_resources`).
         let sql = format!(
-            "UPDATE execution_resources SET due_at = $1 WHERE run_id IN ({})",
-            params(2, ids.len())
+            "UPDATE execution_resources SET due_at = $1 WHERE run_id IN (\
+               SELECT run_id FROM execution_resources WHERE run_id IN ({}) \
+               ORDER BY run_id DESC{})",
+            params(2, ids.len()),
+            self.lock_row()
         );
         let mut query = sqlx::query(&sql).bind(to_millis(until));
         for id in ids {
