@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
-use super::many::{params, value_rows};
+use super::many::{bind_ids, params, value_rows};
 use super::rows;
 use super::{Backend, Store, StoreResult};
 use crate::clock::to_millis;
@@ -225,11 +225,7 @@ impl Store {
                 "SELECT id FROM sessions WHERE id IN ({}) ORDER BY id FOR NO KEY UPDATE",
                 params(1, ids.len())
             );
-            let mut query = sqlx::query(&sql);
-            for id in ids {
-                query = query.bind(*id);
-            }
-            query.execute(&mut *conn).await?;
+            bind_ids(sqlx::query(&sql), ids).execute(&mut *conn).await?;
         }
         Ok(())
     }

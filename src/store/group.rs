@@ -87,6 +87,21 @@ impl GroupCommit {
     }
 }
 
+/// Runs `write` unless the database was already found unavailable; remembers if it is now.
+async fn unless_down<T>(
+    down: &mut Option<String>,
+    write: impl std::future::Future<Output = StoreResult<T>>,
+) -> StoreResult<T> {
+    if let Some(why) = down {
+        return Err(StoreError::Unavailable(why.clone()));
+    }
+    let result = write.await;
+    if let Err(StoreError::Unavailable(why)) = &result {
+        *down = Some(why.clone());
+    }
+    result
+}
+
 fn abandoned() -> StoreError {
     StoreError::Unavailable("the grouped write was abandoned".into())
 }
@@ -178,29 +193,13 @@ impl Store {
         }
         // Alone, until the database itself is unavailable: then every write left gets that
         // answer at once instead of waiting out its own timeout.
-        let mut down: Option<String> = None;
+        let mut down = None;
         for (item, reply) in saves.iter().zip(save_replies) {
-            let result = match &down {
-                Some(why) => Err(StoreError::Unavailable(why.clone())),
-                None => self.save_alone(item).await,
-            };
-            if let Err(StoreError::Unavailable(why)) = &result {
-                down = Some(why.clone());
-            }
-            let _ = reply.send(result);
+            let _ = reply.send(unless_down(&mut down, self.save_alone(item)).await);
         }
         for (lease, reply) in hand_backs.iter().zip(hand_back_replies) {
-            let result = match &down {
-                Some(why) => Err(StoreError::Unavailable(why.clone())),
-                None => self
-                    .write_in_one(&[], std::slice::from_ref(lease))
-                    .await
-                    .map(|_| ()),
-            };
-            if let Err(StoreError::Unavailable(why)) = &result {
-                down = Some(why.clone());
-            }
-            let _ = reply.send(result);
+            let alone = self.write_in_one(&[], std::slice::from_ref(lease));
+            let _ = reply.send(unless_down(&mut down, alone).await.map(|_| ()));
         }
     }
 

@@ -29,10 +29,10 @@ pub(super) fn value_rows(first: usize, rows: usize, cols: usize) -> String {
         .join(", ")
 }
 
-fn bind_ids<'q>(
-    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    ids: &'q [&'q str],
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+/// Binds each id, in order, after whatever `query` has bound already.
+pub(super) fn bind_ids<'q>(mut query: AnyQuery<'q>, ids: &'q [&'q str]) -> AnyQuery<'q> {
     for id in ids {
         query = query.bind(*id);
     }

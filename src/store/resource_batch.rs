@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::many::{params, value_rows};
+use super::many::{bind_ids, params, value_rows};
 use super::resource_ops::lifecycle_event;
 use super::rows::{self, RunRecord, RESOURCE_COLS};
 use super::runops::Outcome;
@@ -253,11 +253,9 @@ impl Store {
             params(2, ids.len()),
             self.lock_row()
         );
-        let mut query = sqlx::query(&sql).bind(to_millis(until));
-        for id in ids {
-            query = query.bind(*id);
-        }
-        query.execute(tx.conn()).await?;
+        bind_ids(sqlx::query(&sql).bind(to_millis(until)), ids)
+            .execute(tx.conn())
+            .await?;
         Ok(())
     }
 
