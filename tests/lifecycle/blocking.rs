@@ -35,11 +35,7 @@ async fn job(ax: &Ax, c: &Claimed, pause: &str, affinity: &str) -> String {
 async fn a_continue_job_holds_the_release_until_it_finishes(backend: Backend) {
     let ax = ax(backend).await;
     let session = ax.app.create_session().await;
-    let run = ax
-        .run_with(&session, spec_json(WorkspaceMode::Isolated, None), None)
-        .await;
-    ax.drain().await;
-    let claim = ax.claim().await;
+    let (run, claim) = ax.running_isolated(&session).await;
     let pid = ax.background(&claim).await;
     let holding = job(&ax, &claim, "continue", "sandbox").await;
     job(&ax, &claim, "continue", "external").await;

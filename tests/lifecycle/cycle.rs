@@ -22,9 +22,7 @@ both!(
 async fn an_isolated_sandbox_is_snapshotted_away_and_restored_with_its_files(backend: Backend) {
     let ax = ax(backend).await;
     let session = ax.app.create_session().await;
-    let run = ax
-        .run_with(&session, spec_json(WorkspaceMode::Isolated, None), None)
-        .await;
+    let run = ax.isolated_run(&session).await;
     let record = ax.record(&run).await;
     assert_eq!(record["state"], "provisioning");
     ax.claim_none().await;
@@ -166,11 +164,7 @@ async fn an_active_workspace_is_terminated_and_provisioned_fresh_over_its_host_f
 async fn a_policy_hold_keeps_the_sandbox_and_never_counts_it_released(backend: Backend) {
     let ax = ax(backend).await;
     let session = ax.app.create_session().await;
-    let run = ax
-        .run_with(&session, spec_json(WorkspaceMode::Isolated, None), None)
-        .await;
-    ax.drain().await;
-    let claim = ax.claim().await;
+    let (run, claim) = ax.running_isolated(&session).await;
     let pid = ax.background(&claim).await;
     ax.suspend(&claim, "policy_hold").await;
     let suspended = ax.snapshot_bytes(&session).await;
@@ -232,9 +226,7 @@ async fn a_policy_hold_keeps_the_sandbox_and_never_counts_it_released(backend: B
 async fn the_operator_routes_explain_a_run_without_changing_it(backend: Backend) {
     let ax = ax(backend).await;
     let session = ax.app.create_session().await;
-    let run = ax
-        .run_with(&session, spec_json(WorkspaceMode::Isolated, None), None)
-        .await;
+    let run = ax.isolated_run(&session).await;
     let plain = ax.app.create_run(&session).await;
     let before = ax.snapshot_bytes(&session).await;
     let record = ax.record(&run).await;

@@ -30,11 +30,7 @@ fn now(ax: &Ax) -> DateTime<Utc> {
 /// A provisioned, claimed run with a file and a background process, then suspended.
 async fn suspended_with_work(ax: &Ax) -> (String, String, Claimed, i32) {
     let session = ax.app.create_session().await;
-    let run = ax
-        .run_with(&session, spec_json(WorkspaceMode::Isolated, None), None)
-        .await;
-    ax.drain().await;
-    let claim = ax.claim().await;
+    let (run, claim) = ax.running_isolated(&session).await;
     ax.sh(&claim, "printf v1 > state.txt").await;
     let pid = ax.background(&claim).await;
     ax.suspend(&claim, "approval_required").await;
@@ -155,9 +151,7 @@ async fn a_broken_sandbox_is_force_terminated_and_its_resume_fails_with_snapshot
 async fn provisions_are_retried_and_a_refused_one_fails_the_run(backend: Backend) {
     let ax = ax_with_faults(backend, "provision=recoverable:times=1").await;
     let session = ax.app.create_session().await;
-    let run = ax
-        .run_with(&session, spec_json(WorkspaceMode::Isolated, None), None)
-        .await;
+    let run = ax.isolated_run(&session).await;
     assert_eq!(ax.drain().await, 1);
     let record = ax.record(&run).await;
     assert_eq!(record["state"], "provisioning");

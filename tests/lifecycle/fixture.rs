@@ -125,6 +125,19 @@ impl Ax {
         run["id"].as_str().unwrap().to_owned()
     }
 
+    /// A run with an isolated sandbox spec and no parent.
+    pub async fn isolated_run(&self, session_id: &str) -> String {
+        let spec = spec_json(WorkspaceMode::Isolated, None);
+        self.run_with(session_id, spec, None).await
+    }
+
+    /// An isolated run, provisioned and claimed by the runtime.
+    pub async fn running_isolated(&self, session_id: &str) -> (String, Claimed) {
+        let run = self.isolated_run(session_id).await;
+        self.drain().await;
+        (run, self.claim().await)
+    }
+
     pub async fn claim(&self) -> Claimed {
         Claimed::of(&self.app.claim_one("runtime-1").await)
     }

@@ -16,7 +16,7 @@ use sagents::store::{Backend, Store};
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::fixture::{ax_with, spec_json};
+use super::fixture::ax_with;
 use super::{register, spec, PROVIDER_TOKEN, TENANT};
 use crate::common::app::{until, Options};
 use crate::common::db;
@@ -37,9 +37,7 @@ async fn the_app_provisions_a_new_run_at_once_and_a_waiting_claim_gets_it(backen
         .send();
     let waiting = tokio::spawn(req);
     ax.app.until_waiting(1).await;
-    let run = ax
-        .run_with(&session, spec_json(WorkspaceMode::Isolated, None), None)
-        .await;
+    let run = ax.isolated_run(&session).await;
     let res = tokio::time::timeout(LIMIT, waiting)
         .await
         .unwrap()
