@@ -273,10 +273,7 @@ pub fn approve() -> ReplyInteraction {
     }
 }
 
-/// The process exists and is not stopped (a paused sandbox would show `T`).
-pub fn running(pid: i32) -> bool {
-    crate::provider::proc_state(pid).is_some_and(|s| s != 'T' && s != 't')
-}
+pub use crate::provider::running;
 
 /// A killed process can take a moment to be gone; waits for it (bounded).
 pub async fn assert_gone(pid: i32, why: &str) {

@@ -33,10 +33,10 @@ async fn a_failed_snapshot_is_recoverable_only_once_the_sandbox_runs_again() {
         other => panic!("expected a recoverable error, got {other:?}"),
     }
     assert!(err.is_retryable());
-    let state = proc_state(pid);
     assert!(
-        matches!(state, Some(s) if s != 'T' && s != 't'),
-        "the sandbox is running again, not stopped: {state:?}"
+        running(pid),
+        "the sandbox is running again, not stopped: {:?}",
+        proc_state(pid)
     );
     let info = h
         .client

@@ -115,10 +115,10 @@ async fn detach_leaves_the_sandbox_running_and_reattachable() {
     assert!(!receipt.compute_released);
     assert_eq!(receipt.state, SandboxState::Ready);
     assert!(receipt.checkpoint.is_none());
-    assert_eq!(
-        proc_state(pid),
-        Some('S'),
-        "detach does not stop or kill anything"
+    assert!(
+        running(pid),
+        "detach does not stop or kill anything: {:?}",
+        proc_state(pid)
     );
     let info = h
         .client

@@ -199,6 +199,12 @@ pub fn proc_state(pid: i32) -> Option<char> {
     (state != 'Z' && state != 'X').then_some(state)
 }
 
+/// The process exists and is not stopped (a paused sandbox would show `T`). A live process
+/// may show `R` or `S` depending on when it is looked at.
+pub fn running(pid: i32) -> bool {
+    proc_state(pid).is_some_and(|s| s != 'T' && s != 't')
+}
+
 /// The refusal's status and code, or a panic naming what came instead.
 pub fn refused(r: Result<impl std::fmt::Debug, ProviderCallError>) -> (u16, String) {
     match r {
