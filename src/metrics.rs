@@ -17,6 +17,8 @@ pub struct Metrics {
     /// Transactions the group commit wrote, and the record saves and lease hand-backs in them.
     pub group_commits: AtomicU64,
     pub grouped_writes: AtomicU64,
+    /// Groups that failed as a whole, whose writes were then retried one by one.
+    pub group_fallbacks: AtomicU64,
     /// Requests currently held by a long-poll (snapshot or claims).
     pub long_polls_waiting: AtomicI64,
     pub http: HttpMetrics,
@@ -56,6 +58,11 @@ impl Metrics {
                 "sagents_grouped_writes_total",
                 "Lifecycle record saves and lease hand-backs written by those transactions.",
                 &self.grouped_writes,
+            ),
+            (
+                "sagents_group_fallbacks_total",
+                "Grouped transactions that failed as a whole; their writes were retried alone.",
+                &self.group_fallbacks,
             ),
         ];
         for (name, help, value) in counters {

@@ -14,6 +14,7 @@ use super::resource_batch::{HandBack, SaveItem};
 use super::{Backend, RunEffect, Store, StoreError, StoreResult};
 use crate::domain::RunId;
 use crate::lifecycle::record::ExecutionResourceRecord;
+use crate::metrics::Metrics;
 
 /// The most writes one group carries.
 const MAX_GROUP: usize = 64;
@@ -188,7 +189,10 @@ impl Store {
                     }
                     return;
                 }
-                Err(e) => tracing::warn!(error = %e, "a grouped write failed: writing each alone"),
+                Err(e) => {
+                    Metrics::inc(&self.metrics().group_fallbacks);
+                    tracing::warn!(error = %e, "a grouped write failed: writing each alone");
+                }
             }
         }
         // Alone, until the database itself is unavailable: then every write left gets that

@@ -203,6 +203,113 @@ async fn concurrent_saves_are_grouped_and_answered_one_by_one(backend: Backend) 
     assert_eq!(again, expected);
 }
 
+// On one thread, so every save is queued before any group is written: which saves share a
+// group is then fixed.
+#[tokio::test]
+async fn a_write_sqlite_refuses_fails_alone() {
+    a_write_the_database_refuses_fails_alone(Backend::Sqlite).await
+}
+
+#[tokio::test]
+async fn a_write_postgres_refuses_fails_alone() {
+    a_write_the_database_refuses_fails_alone(Backend::Postgres).await
+}
+
+/// A trigger that makes the database refuse any record update to `generation`.
+async fn refuse_generation(f: &Fx, generation: i64) {
+    let raw = sqlx::AnyPool::connect(f.store.url()).await.unwrap();
+    let statements = match f.store.backend() {
+        Backend::Sqlite => vec![format!(
+            "CREATE TRIGGER refuse BEFORE UPDATE ON execution_resources \
+             WHEN NEW.generation = {generation} BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )],
+        Backend::Postgres => vec![
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN RAISE EXCEPTION 'refused'; END $$"
+                .to_owned(),
+            format!(
+                "CREATE TRIGGER refuse BEFORE UPDATE ON execution_resources FOR EACH ROW \
+                 WHEN (NEW.generation = {generation}) EXECUTE FUNCTION refuse()"
+            ),
+        ],
+    };
+    for sql in statements {
+        sqlx::query(&sql).execute(&raw).await.unwrap();
+    }
+    raw.close().await;
+}
+
+async fn a_write_the_database_refuses_fails_alone(backend: Backend) {
+    let f = fx(backend).await;
+    register(&f).await;
+    let s = f.session("acme").await;
+    for _ in 0..8 {
+        sandbox_run(&f, &s, None).await;
+    }
+    let work = due_work(&f).await;
+    assert_eq!(work.len(), 8);
+    refuse_generation(&f, 999).await;
+    let metrics = f.store.metrics().clone();
+    let fallbacks = metrics.group_fallbacks.load(Ordering::Relaxed);
+
+    // The database refuses the last item, which fails its whole statement. The first saves
+    // take every free writer (one on SQLite, four on PostgreSQL) alone while the others
+    // queue, so the last shares a group with the ones queued before it.
+    const LAST: usize = 7;
+    let saves = work.iter().enumerate().map(|(i, w)| {
+        let mut record = w.record.clone();
+        activate(&mut record);
+        if i == LAST {
+            record.generation = 999;
+        }
+        let store = f.store.clone();
+        let (run_id, token) = (w.run.id.clone(), w.lease.fencing_token);
+        async move {
+            store
+                .save_resource(&run_id, token, &record, RunEffect::None)
+                .await
+        }
+    });
+    let answers = join_all(saves).await;
+
+    assert!(
+        matches!(answers[LAST], Err(StoreError::Database(_))),
+        "{:?}",
+        answers[LAST]
+    );
+    let stored = f.store.get_resource(&work[LAST].run.id).await.unwrap();
+    assert_eq!(
+        (stored.state, stored.version),
+        (work[LAST].record.state, work[LAST].record.version),
+        "the refused write changed nothing"
+    );
+    for (i, (w, answer)) in work.iter().zip(&answers).enumerate() {
+        if i == LAST {
+            continue;
+        }
+        let saved = answer.as_ref().expect("the others are written");
+        assert_eq!(
+            (saved.state, saved.version),
+            (ResourceState::Active, w.record.version + 1)
+        );
+        assert_eq!(f.store.get_resource(&w.run.id).await.unwrap(), *saved);
+    }
+    assert_eq!(
+        metrics.group_fallbacks.load(Ordering::Relaxed),
+        fallbacks + 1,
+        "the group that held the refused write failed once, then wrote each alone"
+    );
+    let logged = f.store.list_events(None, &s.id, 0, 1000).await.unwrap();
+    let active = logged
+        .iter()
+        .filter(|e| e.r#type == "lifecycle.active")
+        .count();
+    assert_eq!(
+        active, 7,
+        "one event per written save, none for the refused one"
+    );
+}
+
 async fn one_claim_reads_each_runs_own_jobs_children_and_suspension(backend: Backend) {
     let f = fx(backend).await;
     register(&f).await;
