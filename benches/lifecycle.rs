@@ -8,7 +8,8 @@
 //! `LBENCH_REPS` [3], `LBENCH_RATE` [200] and `LBENCH_SECONDS` [5] for the latency run,
 //! `LBENCH_LOCAL_N` [200], `LBENCH_LOCAL_LATENCY` [60] and `LBENCH_LOCAL_RATE` [20] for the
 //! local provider, `LBENCH_M` [2000] runtime and `LBENCH_LIFECYCLE_M` [1000] lifecycle
-//! claims, `LBENCH_BULK` [100000] loaded runs, `LBENCH_FLOOR_SECONDS` [10] for pgbench and
+//! claims, `LBENCH_BULK` [100000] loaded runs, `LBENCH_LEASED` [5000] runs holding leases
+//! during idle claims, `LBENCH_FLOOR_SECONDS` [10] for pgbench and
 //! `LBENCH_SQLITE_FLOOR_SECONDS` [3] per SQLite floor repetition, `LBENCH_PHASES`
 //! [floor,noop,local,claims].
 
@@ -141,7 +142,7 @@ async fn bench(backend: Backend, k: &Knobs) -> Figures {
     }
     if k.runs("claims") {
         let d = db::fresh(backend).await;
-        f.claims = claims::measure(&d, (k.m, k.lifecycle_m), k.bulk, k.reps).await;
+        f.claims = claims::measure(&d, (k.m, k.lifecycle_m), k.bulk, k.reps, k.leased).await;
         eprintln!("  claims: {:?}", f.claims);
         d.close().await;
     }

@@ -1,6 +1,7 @@
 //! Claim rate against table size: runtime claims (`claim_runs`) and lifecycle claims
 //! (`claim_lifecycle_work`), one run per call over M due runs, on a nearly empty database and
-//! again after 100,000 suspended runs with released records are loaded in bulk.
+//! again after 100,000 suspended runs with released records are loaded in bulk; and idle
+//! runtime claims (nothing due) with and without thousands of runs holding live leases.
 
 use std::time::Instant;
 
@@ -27,6 +28,9 @@ pub struct ClaimRates {
     pub runtime_loaded: Vec<f64>,
     pub lifecycle_empty: Vec<f64>,
     pub lifecycle_loaded: Vec<f64>,
+    /// Runtime claims that find nothing due: with no run leased, and with many.
+    pub idle_empty: Vec<f64>,
+    pub idle_leased: Vec<f64>,
 }
 
 impl ClaimRates {
@@ -212,10 +216,8 @@ async fn bulk_load(db: &Db, batch: i64, count: usize) {
     assert!(record.sandbox_checkpoint.is_some() && record.sandbox_ref.is_some());
 }
 
-/// Inserts one session of `m` queued runs of the bench tenant, as `create_run` leaves them:
-/// with a sandbox spec, each also gets a `provisioning` record due now. Returns the session.
-async fn queue(db: &Db, batch: i64, m: usize, with_spec: bool) -> String {
-    let b = db.backend;
+/// Inserts an empty session of the bench tenant; returns its id.
+async fn bench_session(db: &Db, batch: i64) -> String {
     let session = format!("ses_{:032x}", base(batch));
     let now = to_millis(Utc::now());
     sqlx::query(
@@ -228,6 +230,15 @@ async fn queue(db: &Db, batch: i64, m: usize, with_spec: bool) -> String {
     .execute(&db.sql)
     .await
     .expect("insert a session");
+    session
+}
+
+/// Inserts one session of `m` queued runs of the bench tenant, as `create_run` leaves them:
+/// with a sandbox spec, each also gets a `provisioning` record due now. Returns the session.
+async fn queue(db: &Db, batch: i64, m: usize, with_spec: bool) -> String {
+    let b = db.backend;
+    let session = bench_session(db, batch).await;
+    let now = to_millis(Utc::now());
     let h = hex(b, &format!("{} + n", base(batch)));
     let spec_json = with_spec.then(|| serde_json::to_string(&spec(PROVIDER_ID)).expect("json"));
     let runs = format!(
@@ -304,9 +315,53 @@ async fn lifecycle_rate(db: &Db, batch: i64, m: usize) -> f64 {
     rate
 }
 
+/// Idle runtime claims per call that find nothing due.
+const IDLE_CALLS: usize = 1000;
+
+/// Inserts one session of `count` running runs, each holding a lease for another hour.
+async fn hold_leases(db: &Db, batch: i64, count: usize) -> String {
+    let session = bench_session(db, batch).await;
+    let h = hex(db.backend, &format!("{} + n", base(batch)));
+    let runs = format!(
+        "INSERT INTO runs (id, session_id, parent_run_id, state, resolved_spec_hash, \
+         sandbox_spec, input, revision, created_at, updated_at, lease_id, lease_holder, \
+         fencing_token, lease_expires_at) \
+         SELECT 'run_' || {h}, {}, NULL, 'running', $2, $3, '{{}}', 1, $1 + n, $1 + n, \
+         'lea_' || {h}, 'bench-holder', n, $1 + 3600000 FROM {}",
+        literal(&session),
+        numbers(db.backend, count)
+    );
+    run(&db.sql, &runs, to_millis(Utc::now()), None).await;
+    if db.backend == Backend::Postgres {
+        db.exec("ANALYZE runs").await;
+    }
+    session
+}
+
+async fn idle_rate(db: &Db) -> f64 {
+    let ttl = chrono::Duration::minutes(10);
+    let start = Instant::now();
+    for _ in 0..IDLE_CALLS {
+        let got = db
+            .store
+            .claim_runs(Some(TENANT), "runtime-1", 1, ttl)
+            .await
+            .expect("claim");
+        assert!(got.is_empty(), "nothing is due");
+    }
+    IDLE_CALLS as f64 / start.elapsed().as_secs_f64()
+}
+
 /// Both claim rates, `reps` times each, before and after loading `bulk` suspended runs.
 /// `m`: (runtime, lifecycle) claims per repetition.
-pub async fn measure(db: &Db, m: (usize, usize), bulk: usize, reps: usize) -> ClaimRates {
+/// `leased`: runs holding live leases during the idle claims.
+pub async fn measure(
+    db: &Db,
+    m: (usize, usize),
+    bulk: usize,
+    reps: usize,
+    leased: usize,
+) -> ClaimRates {
     let caps = serde_json::to_value(crate::noop::capabilities()).expect("caps json");
     db.store
         .upsert_provider(PROVIDER_ID, "http://127.0.0.1:9", "bench-token", &caps)
@@ -314,6 +369,13 @@ pub async fn measure(db: &Db, m: (usize, usize), bulk: usize, reps: usize) -> Cl
         .expect("a provider row");
     let mut rates = ClaimRates::default();
     let mut batch = 1;
+    for _ in 0..reps {
+        rates.idle_empty.push(idle_rate(db).await);
+        let session = hold_leases(db, batch, leased).await;
+        batch += 1;
+        rates.idle_leased.push(idle_rate(db).await);
+        drop_session(db, &session).await;
+    }
     for loaded in [false, true] {
         if loaded {
             let start = Instant::now();

@@ -22,6 +22,7 @@ pub struct Knobs {
     pub m: usize,
     pub lifecycle_m: usize,
     pub bulk: usize,
+    pub leased: usize,
     pub floor_seconds: u64,
     pub sqlite_floor_seconds: u64,
     pub phases: Vec<String>,
@@ -61,6 +62,7 @@ impl Knobs {
             m: knob("LBENCH_M", 2000),
             lifecycle_m: knob("LBENCH_LIFECYCLE_M", 1000),
             bulk: knob("LBENCH_BULK", 100_000),
+            leased: knob("LBENCH_LEASED", 5000),
             floor_seconds: knob("LBENCH_FLOOR_SECONDS", 10),
             sqlite_floor_seconds: knob("LBENCH_SQLITE_FLOOR_SECONDS", 3),
             phases: knob("LBENCH_PHASES", PHASES.join(","))
@@ -237,6 +239,34 @@ pub fn print(k: &Knobs, figures: &[Figures], took: Duration) {
             "≥ 0.80",
         );
     }
+    let idle = |c: &ClaimRates, leased: bool| {
+        if leased {
+            c.idle_leased.clone()
+        } else {
+            c.idle_empty.clone()
+        }
+    };
+    row(
+        &mut out,
+        "idle runtime claims/s (nothing due): no run leased",
+        cells(&|f| rate(median(&idle(&f.claims, false)))),
+        "",
+    );
+    row(
+        &mut out,
+        &format!(
+            "idle runtime claims/s: {} runs holding live leases",
+            k.leased
+        ),
+        cells(&|f| rate(median(&idle(&f.claims, true)))),
+        "",
+    );
+    row(
+        &mut out,
+        "idle runtime claims: leased ÷ none",
+        cells(&|f| ratio(&idle(&f.claims, true), &idle(&f.claims, false))),
+        "",
+    );
     out.push_str("\nEvery repetition:\n\n");
     for f in figures {
         let c = &f.claims;
@@ -245,7 +275,7 @@ pub fn print(k: &Knobs, figures: &[Figures], took: Duration) {
              {} release calls for {} runs, {} retries; no-op latency over {} runs, max {:.1} ms, \
              at {:.0} suspends/s; local releases [{}]/s, {} retries, latency over {} runs, max \
              {:.1} ms, at {:.1} suspends/s; runtime claims empty [{}] loaded [{}]; lifecycle claims empty [{}] \
-             loaded [{}]\n",
+             loaded [{}]; idle claims none leased [{}] leased [{}]\n",
             db::name(f.backend),
             list(&f.floor),
             rate(f.provision_rate),
@@ -265,6 +295,8 @@ pub fn print(k: &Knobs, figures: &[Figures], took: Duration) {
             list(&c.runtime_loaded),
             list(&c.lifecycle_empty),
             list(&c.lifecycle_loaded),
+            list(&c.idle_empty),
+            list(&c.idle_leased),
         ));
     }
     print!("{out}");

@@ -29,7 +29,9 @@ pub(super) struct LeasedRow {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum DueRuns {
     /// Runs a runtime may execute: claimable states, no live lease, and compute ready (no
-    /// sandbox spec, or a record that is `active` and not due). Oldest run first.
+    /// sandbox spec, or a record that is `active` and not due). Longest available first:
+    /// by lease expiry, or creation for a run without a lease. The index range stops 2 s
+    /// past now (room for clock skew between replicas), so live leases are not scanned.
     Runtime,
     /// Runs whose execution-resource record is due and that have no live lease. Oldest
     /// `due_at` first.
@@ -43,11 +45,12 @@ impl DueRuns {
             DueRuns::Runtime => (
                 "runs r JOIN sessions s ON s.id = r.session_id",
                 "r.state IN ('queued', 'running', 'resuming') \
+                 AND COALESCE(r.lease_expires_at, r.created_at) <= $1 + 2000 \
+                 AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= $1) \
                  AND (r.sandbox_spec IS NULL OR EXISTS (SELECT 1 FROM execution_resources e \
                    WHERE e.run_id = r.id AND e.state = 'active' AND e.due_at IS NULL)) \
-                 AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= $1) \
                  AND ($2 IS NULL OR s.tenant_id = $2)",
-                "r.created_at, r.id",
+                "COALESCE(r.lease_expires_at, r.created_at), r.id",
             ),
             DueRuns::Lifecycle => (
                 "execution_resources e JOIN runs r ON r.id = e.run_id \
@@ -106,7 +109,8 @@ impl Store {
         }
     }
 
-    /// Leases up to `max` due runs, oldest first, each with a new lease id and fencing token.
+    /// Leases up to `max` due runs, in `due`'s order, each with a new lease id and fencing
+    /// token.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn lease_due_runs(
         &self,

@@ -34,7 +34,8 @@ impl Store {
     /// the monotonic source, expiring `ttl` from now. A run with a sandbox spec is ready only
     /// while its execution resource is `active` and not due; its claim carries the sandbox
     /// ref, generation and the provider's generation (the grant is minted by the caller, naming
-    /// the latter). Oldest first. Counts claims and take-overs in the metrics.
+    /// the latter). Longest available first (since its lease expired, or since its creation).
+    /// Counts claims and take-overs in the metrics.
     pub async fn claim_runs(
         &self,
         tenant: Option<&str>,

@@ -14,6 +14,7 @@ use super::{fx, hash, run_cmd, suspend_cmd, ttl, TTL};
 
 both!(
     claims_oldest_first_within_max_and_tenant,
+    claims_take_runs_in_the_order_they_became_available,
     runs_with_a_sandbox_spec_wait,
     concurrent_claimers_never_share_a_run,
     stale_tokens_change_nothing,
@@ -96,6 +97,34 @@ async fn claims_oldest_first_within_max_and_tenant(backend: Backend) {
         Err(StoreError::Invalid(e)) => assert_eq!(e.field, "worker_id"),
         other => panic!("expected Invalid, got {other:?}"),
     }
+}
+
+async fn claims_take_runs_in_the_order_they_became_available(backend: Backend) {
+    let f = fx(backend).await;
+    let s = f.session("acme").await;
+    let a = f.run(&s).await;
+    assert_eq!(f.claim_one("acme").await.run.id, a.id);
+    f.advance(1);
+    let b = f.run(&s).await;
+    f.advance(TTL + 1);
+    let c = f.run(&s).await;
+    // Created by a replica whose clock runs ahead: claimable all the same.
+    f.clock.advance(chrono::Duration::milliseconds(1500));
+    let d = f.run(&s).await;
+    f.clock.advance(chrono::Duration::milliseconds(-1500));
+
+    // B waits since its creation, A since its lease expired, then C and D.
+    let mut order = Vec::new();
+    for _ in 0..4 {
+        order.push(f.claim_one("acme").await.run.id);
+    }
+    assert_eq!(order, vec![b.id, a.id, c.id, d.id]);
+    assert!(f
+        .store
+        .claim_runs(Some("acme"), "w1", 5, ttl())
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 fn spec() -> ResolvedSandboxSpec {
