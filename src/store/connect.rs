@@ -19,6 +19,9 @@ static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
 
 const SQLITE_READERS: u32 = 4;
 const POSTGRES_CONNECTIONS: u32 = 16;
+/// How long a request waits for a PostgreSQL connection before it is answered 503: while the
+/// server is down every wait lasts this long (sqlx's default is 30 s).
+const POSTGRES_ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Groups of lifecycle writes one replica may write at once on PostgreSQL.
 const GROUP_WRITERS: usize = 4;
 
@@ -58,6 +61,7 @@ impl Store {
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
                     .max_connections(POSTGRES_CONNECTIONS)
+                    .acquire_timeout(POSTGRES_ACQUIRE_TIMEOUT)
                     .connect(url)
                     .await?;
                 (Backend::Postgres, pool.clone(), pool)

@@ -6,6 +6,7 @@ mod cycle;
 mod fencing;
 mod idempotency;
 mod openapi;
+mod outage;
 mod providers;
 mod replicas;
 mod scale;

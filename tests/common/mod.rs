@@ -3,4 +3,5 @@
 
 pub mod app;
 pub mod db;
+pub mod own_pg;
 pub mod pg;

@@ -85,7 +85,8 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| e.to_string())
 }
 
-fn start_cluster() -> Result<String, String> {
+/// A new folder owned by the `postgres` user, kept until removed.
+pub fn cluster_root() -> Result<PathBuf, String> {
     let root = tempfile::Builder::new()
         .prefix("sagents-pg-")
         .tempdir()
@@ -93,18 +94,14 @@ fn start_cluster() -> Result<String, String> {
         .keep();
     let (uid, gid) = postgres_ids();
     std::os::unix::fs::chown(&root, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
-    let data = root.join("data");
-    let cluster = CLUSTER.get_or_init(|| Cluster {
-        root: root.clone(),
-        data: data.clone(),
-    });
-    // SAFETY: registers a plain `extern "C" fn` once; it only reads the cluster static.
-    unsafe {
-        libc::atexit(stop_cluster);
-    }
-    let data_arg = cluster.data.to_string_lossy().into_owned();
+    Ok(root)
+}
+
+/// Initialises a cluster in `data` (inside `root`).
+pub fn init_cluster(root: &PathBuf, data: &std::path::Path) -> Result<(), String> {
+    let data_arg = data.to_string_lossy().into_owned();
     run_as_postgres(
-        &root,
+        root,
         "initdb",
         &[
             "-D",
@@ -117,38 +114,77 @@ fn start_cluster() -> Result<String, String> {
             "UTF8",
             "--no-sync",
         ],
-    )?;
+    )
+}
+
+/// Starts the cluster in `data` on `port` and waits until it accepts connections. Fast and
+/// not crash-safe unless `durable`: a commit is then on disk (in the kernel's cache, which
+/// outlives the server's processes) before it returns.
+pub fn start_server(
+    root: &PathBuf,
+    data: &std::path::Path,
+    port: u16,
+    durable: bool,
+) -> Result<(), String> {
+    let commit = if durable { "on" } else { "off" };
+    let options = format!(
+        "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
+         -c synchronous_commit={commit} -c full_page_writes=off -c max_connections=300",
+        root.display()
+    );
+    let data_arg = data.to_string_lossy().into_owned();
+    let log = root.join("postgres.log").to_string_lossy().into_owned();
+    run_as_postgres(
+        root,
+        "pg_ctl",
+        &[
+            "-D", &data_arg, "-l", &log, "-w", "-t", "60", "-o", &options, "start",
+        ],
+    )
+}
+
+/// Stops the cluster in `data` (`mode`: `fast` or `immediate`) and waits until it is down.
+pub fn stop_server(root: &PathBuf, data: &std::path::Path, mode: &str) -> Result<(), String> {
+    let data_arg = data.to_string_lossy().into_owned();
+    run_as_postgres(root, "pg_ctl", &["-D", &data_arg, "-m", mode, "-w", "stop"])
+}
+
+/// A free port, then the server started on it (retried: another process may take the port).
+pub fn start_on_free_port(
+    root: &PathBuf,
+    data: &std::path::Path,
+    durable: bool,
+) -> Result<u16, String> {
     let mut last_error = String::new();
     for _ in 0..5 {
         let port = free_port()?;
-        let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
-             -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
-            root.display()
-        );
-        let log = root.join("postgres.log").to_string_lossy().into_owned();
-        match run_as_postgres(
-            &root,
-            "pg_ctl",
-            &[
-                "-D", &data_arg, "-l", &log, "-w", "-t", "60", "-o", &options, "start",
-            ],
-        ) {
-            Ok(()) => return Ok(format!("postgres://postgres@127.0.0.1:{port}/postgres")),
+        match start_server(root, data, port, durable) {
+            Ok(()) => return Ok(port),
             Err(e) => last_error = e,
         }
     }
     Err(last_error)
 }
 
+fn start_cluster() -> Result<String, String> {
+    let root = cluster_root()?;
+    let data = root.join("data");
+    let cluster = CLUSTER.get_or_init(|| Cluster {
+        root: root.clone(),
+        data: data.clone(),
+    });
+    // SAFETY: registers a plain `extern "C" fn` once; it only reads the cluster static.
+    unsafe {
+        libc::atexit(stop_cluster);
+    }
+    init_cluster(&root, &cluster.data)?;
+    let port = start_on_free_port(&root, &cluster.data, false)?;
+    Ok(format!("postgres://postgres@127.0.0.1:{port}/postgres"))
+}
+
 extern "C" fn stop_cluster() {
     if let Some(cluster) = CLUSTER.get() {
-        let data = cluster.data.to_string_lossy().into_owned();
-        let _ = run_as_postgres(
-            &cluster.root,
-            "pg_ctl",
-            &["-D", &data, "-m", "immediate", "-w", "stop"],
-        );
+        let _ = stop_server(&cluster.root, &cluster.data, "immediate");
         let _ = std::fs::remove_dir_all(&cluster.root);
     }
 }
