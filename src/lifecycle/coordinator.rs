@@ -254,10 +254,15 @@ impl Coordinator {
         purpose: ReleasePurpose,
         now: DateTime<Utc>,
     ) -> Result<Step, CoordinatorError> {
-        if matches!(
+        let started = matches!(
             w.record.state,
             ResourceState::Active | ResourceState::ReleaseBlocked
-        ) {
+        );
+        // A release under way with another disposition or purpose is re-issued under its
+        // own key (the run ended meanwhile).
+        let reissued =
+            w.record.disposition != Some(disposition) || w.record.release_purpose != Some(purpose);
+        if started || reissued {
             let intent = outcome::begin_release(
                 w.record.clone(),
                 disposition,

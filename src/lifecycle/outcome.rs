@@ -154,7 +154,8 @@ pub fn block(
     Ok(record)
 }
 
-/// The intent written before a release is sent: `release_requested` with its key.
+/// The intent written before a release is sent: `release_requested` with its key. A release
+/// re-issued over one under way keeps the time compute was first asked back.
 pub fn begin_release(
     mut record: ExecutionResourceRecord,
     disposition: ReleaseDisposition,
@@ -162,6 +163,11 @@ pub fn begin_release(
     suspension: Option<(&SuspensionId, SuspensionReason)>,
     now: DateTime<Utc>,
 ) -> OutcomeResult<ExecutionResourceRecord> {
+    let under_way = matches!(
+        record.state,
+        ResourceState::ReleaseRequested | ResourceState::ReleaseFailed
+    );
+    let requested_at = record.release_requested_at.filter(|_| under_way);
     record.state = record.state.next(ResourceEvent::ReleaseDue)?;
     if let Some((id, reason)) = suspension {
         record.suspension_id = Some(id.clone());
@@ -175,7 +181,7 @@ pub fn begin_release(
     ));
     record.release_purpose = Some(purpose);
     record.disposition = Some(disposition);
-    record.release_requested_at = Some(now);
+    record.release_requested_at = requested_at.or(Some(now));
     record.released_at = None;
     record.compute_released = false;
     record.blocking_job_ids.clear();
@@ -249,7 +255,6 @@ pub fn release_failed(
     }
     let mut record = record;
     let lost_snapshot = record.disposition == Some(ReleaseDisposition::SnapshotAndTerminate);
-    let requested_at = record.release_requested_at;
     record = begin_release(
         record,
         ReleaseDisposition::Terminate,
@@ -257,7 +262,6 @@ pub fn release_failed(
         None,
         now,
     )?;
-    record.release_requested_at = requested_at.or(Some(now));
     record.checkpoint_lost |= lost_snapshot;
     record.sandbox_checkpoint = None;
     record.error = Some(err.to_provider_error());

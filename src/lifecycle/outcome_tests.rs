@@ -202,6 +202,34 @@ fn a_release_starts_by_writing_its_key_and_purpose() {
 }
 
 #[test]
+fn a_release_re_issued_for_an_ended_run_gets_its_own_key_and_keeps_its_start() {
+    let (r, sus, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    let later = t + chrono::Duration::seconds(9);
+    let failed = release_failed(r, &recoverable(), later, 0.0).unwrap();
+    assert_eq!(failed.state, ResourceState::ReleaseFailed);
+    let old_key = failed.release_idempotency_key.clone().unwrap();
+    let r = begin_release(
+        failed,
+        ReleaseDisposition::Terminate,
+        ReleasePurpose::RunEnded,
+        None,
+        later,
+    )
+    .unwrap();
+    assert_eq!(r.state, ResourceState::ReleaseRequested);
+    let key = r.release_idempotency_key.clone().unwrap();
+    assert_ne!(key, old_key);
+    assert!(key.ends_with(&format!(":{sus}:run-ended")), "{key}");
+    assert_eq!(
+        r.release_requested_at,
+        Some(t),
+        "compute was asked back at t"
+    );
+    assert_eq!((r.retry_count, r.next_retry_at), (0, None));
+    assert_eq!(r.due_at, Some(later));
+}
+
+#[test]
 fn a_consistent_snapshot_receipt_releases_and_keeps_the_checkpoint() {
     let (mut r, _, _) = releasing(ReleaseDisposition::SnapshotAndTerminate);
     r.retry_count = 3;

@@ -87,6 +87,13 @@ pub fn plan(input: &PlanInput<'_>) -> Action {
         }
         S::Active | S::ReleaseBlocked if resuming => Action::Attach,
         S::Active | S::ReleaseBlocked => Action::Idle,
+        // A run that ended mid-release is terminated whatever was asked before: a snapshot
+        // that keeps failing, or a detach, must not keep its sandbox alive.
+        S::ReleaseRequested | S::ReleaseFailed
+            if ended && record.disposition != Some(ReleaseDisposition::Terminate) =>
+        {
+            end_release
+        }
         S::ReleaseRequested | S::ReleaseFailed => Action::Release {
             disposition: record.disposition.unwrap_or(ReleaseDisposition::Terminate),
             purpose: record.release_purpose.unwrap_or(ReleasePurpose::Suspend),
@@ -333,6 +340,41 @@ mod tests {
         assert_eq!(plan_for(RunState::Suspended, &r, &[], None), want);
         // Resume waits for the release to finish before restoring.
         assert_eq!(plan_for(RunState::Resuming, &r, &[], None), want);
+    }
+
+    #[test]
+    fn a_run_that_ends_mid_release_is_terminated_whatever_was_asked() {
+        let end = Action::Release {
+            disposition: ReleaseDisposition::Terminate,
+            purpose: ReleasePurpose::RunEnded,
+        };
+        for state in [
+            ResourceState::ReleaseRequested,
+            ResourceState::ReleaseFailed,
+        ] {
+            for asked in [
+                ReleaseDisposition::SnapshotAndTerminate,
+                ReleaseDisposition::Detach,
+            ] {
+                let mut r = record(state, WorkspaceMode::Isolated);
+                r.disposition = Some(asked);
+                r.release_purpose = Some(ReleasePurpose::Suspend);
+                for ended in [RunState::Cancelled, RunState::Failed, RunState::Completed] {
+                    assert_eq!(plan_for(ended, &r, &[], None), end, "{state:?} {asked:?}");
+                }
+            }
+            // A terminate under way (forced, or asked for) simply goes on.
+            let mut forced = record(state, WorkspaceMode::Isolated);
+            forced.disposition = Some(ReleaseDisposition::Terminate);
+            forced.release_purpose = Some(ReleasePurpose::ForcedTerminate);
+            assert_eq!(
+                plan_for(RunState::Cancelled, &forced, &[], None),
+                Action::Release {
+                    disposition: ReleaseDisposition::Terminate,
+                    purpose: ReleasePurpose::ForcedTerminate,
+                }
+            );
+        }
     }
 
     #[test]

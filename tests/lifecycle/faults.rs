@@ -14,6 +14,7 @@ both!(
     failing_releases_back_off_while_the_user_sees_nothing_and_end_released,
     a_broken_sandbox_is_force_terminated_and_its_resume_fails_with_snapshot_lost,
     provisions_are_retried_and_a_refused_one_fails_the_run,
+    a_run_cancelled_while_its_snapshot_keeps_failing_is_terminated,
 );
 
 fn time(v: &Value) -> DateTime<Utc> {
@@ -181,4 +182,43 @@ async fn provisions_are_retried_and_a_refused_one_fails_the_run(backend: Backend
     assert_eq!(failed.error.unwrap()["code"], "sandbox.provision_failed");
     let claimed = ax.claim().await;
     assert_eq!(claimed.run_id, run, "only the provisioned run is offered");
+}
+
+async fn a_run_cancelled_while_its_snapshot_keeps_failing_is_terminated(backend: Backend) {
+    let ax = ax_with_faults(backend, "snapshot=fail:times=1000").await;
+    let (session, run, _, pid) = suspended_with_work(&ax).await;
+    assert_eq!(ax.drain().await, 1);
+    let failing = ax.record(&run).await;
+    assert_eq!(failing["state"], "release_failed");
+    assert!(running(pid), "a failed snapshot leaves the sandbox running");
+
+    // Cancelled while the snapshot waits for its retry: the sandbox is terminated at once,
+    // under a key of its own, not after the backoff and not by another snapshot.
+    ax.app
+        .post_ok(
+            &format!("/v1/sessions/{session}/runs/{run}/cancel"),
+            &ax.app.frontend,
+            &json!({}),
+            200,
+        )
+        .await;
+    assert_eq!(ax.drain().await, 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "released");
+    assert_eq!(record["disposition"], "terminate");
+    assert_eq!(record["release_purpose"], "run_ended");
+    assert!(record["release_idempotency_key"]
+        .as_str()
+        .unwrap()
+        .ends_with(":run-ended"));
+    assert_eq!(record["compute_released"], true);
+    assert_eq!(
+        record["release_requested_at"], failing["release_requested_at"],
+        "the release latency counts from the first request"
+    );
+    assert_gone(pid, "no sandbox outlives its run").await;
+    let counters = &ax.app.state.metrics.lifecycle;
+    assert_eq!(counters.releases("snapshot_and_terminate", "failed"), 1);
+    assert_eq!(counters.releases("terminate", "released"), 1);
+    assert_eq!(ax.drain().await, 0);
 }
