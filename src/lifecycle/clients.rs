@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::outcome;
 use crate::providers::client::{ProviderCallError, ProviderClient};
 use crate::providers::registry;
 use crate::store::Store;
@@ -60,12 +61,15 @@ impl ProviderClients {
         Ok(client)
     }
 
-    /// A provider that cannot be reached may have moved: read its registration again next time.
+    /// A provider that cannot be reached may have moved, and one that refuses our token may
+    /// have a new one: read its registration again next time.
     pub fn forget_on(&self, provider_id: &str, e: &ProviderCallError) {
-        if matches!(
-            e,
-            ProviderCallError::Unreachable(_) | ProviderCallError::Config(_)
-        ) {
+        let stale = match e {
+            ProviderCallError::Unreachable(_) | ProviderCallError::Config(_) => true,
+            ProviderCallError::Refused { status, .. } => outcome::is_auth_refusal(*status),
+            _ => false,
+        };
+        if stale {
             let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             cache.remove(provider_id);
         }

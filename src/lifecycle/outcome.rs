@@ -70,6 +70,11 @@ pub enum FailureClass {
 
 pub fn classify(e: &ProviderCallError) -> FailureClass {
     match e {
+        // Not allowed to ask (a rotated token, a proxy): nothing was done, and nothing is
+        // known of the sandbox. Retried until the registration is fixed.
+        ProviderCallError::Refused { status, .. } if is_auth_refusal(*status) => {
+            FailureClass::Retry
+        }
         ProviderCallError::Terminal { .. } | ProviderCallError::Refused { .. } => {
             FailureClass::Final
         }
@@ -78,6 +83,11 @@ pub fn classify(e: &ProviderCallError) -> FailureClass {
         | ProviderCallError::Unreachable(_)
         | ProviderCallError::Config(_) => FailureClass::Retry,
     }
+}
+
+/// 401, 403 and 407: the request was not authorised, so it was not acted on.
+pub fn is_auth_refusal(status: u16) -> bool {
+    matches!(status, 401 | 403 | 407)
 }
 
 pub const SNAPSHOT_LOST: &str = "sandbox.snapshot_lost";

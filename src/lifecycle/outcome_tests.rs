@@ -146,6 +146,19 @@ fn failures_are_classified_by_what_a_retry_can_do() {
     );
     assert_eq!(classify(&terminal()), FailureClass::Final);
     assert_eq!(classify(&refused()), FailureClass::Final);
+    for status in [401, 403, 407] {
+        assert_eq!(classify(&unauthorised(status)), FailureClass::Retry);
+    }
+}
+
+fn unauthorised(status: u16) -> ProviderCallError {
+    ProviderCallError::Refused {
+        status,
+        error: ProviderError {
+            code: format!("provider.http_{status}"),
+            ..provider_error(false)
+        },
+    }
 }
 
 #[test]
@@ -300,6 +313,8 @@ fn retryable_release_failures_back_off_with_the_same_key() {
             message: "no checkpoint".into(),
         },
         ProviderCallError::Unreachable("refused".into()),
+        // Not authorised: the snapshot was not even tried, so it is not lost.
+        unauthorised(401),
     ];
     let mut r = r;
     for (n, err) in failures.iter().enumerate() {

@@ -8,13 +8,14 @@ use sagents::store::Backend;
 use serde_json::{json, Value};
 
 use super::fixture::{ax_with_faults, spec_json, Ax, Claimed};
-use super::{assert_gone, running};
+use super::{assert_gone, running, Replica, PROVIDER_TOKEN};
 
 both!(
     failing_releases_back_off_while_the_user_sees_nothing_and_end_released,
     a_broken_sandbox_is_force_terminated_and_its_resume_fails_with_snapshot_lost,
     provisions_are_retried_and_a_refused_one_fails_the_run,
     a_run_cancelled_while_its_snapshot_keeps_failing_is_terminated,
+    a_refused_token_is_retried_and_never_costs_the_snapshot,
 );
 
 fn time(v: &Value) -> DateTime<Utc> {
@@ -221,4 +222,48 @@ async fn a_run_cancelled_while_its_snapshot_keeps_failing_is_terminated(backend:
     assert_eq!(counters.releases("snapshot_and_terminate", "failed"), 1);
     assert_eq!(counters.releases("terminate", "released"), 1);
     assert_eq!(ax.drain().await, 0);
+}
+
+async fn a_refused_token_is_retried_and_never_costs_the_snapshot(backend: Backend) {
+    let ax = ax_with_faults(backend, "").await;
+    let (session, run, _, pid) = suspended_with_work(&ax).await;
+    let store = ax.app.store();
+    let registered = store.get_provider("local").await.unwrap().unwrap();
+    let register = |token: &'static str| {
+        let (url, caps) = (registered.base_url.clone(), registered.capabilities.clone());
+        async move {
+            store
+                .upsert_provider("local", &url, token, &caps)
+                .await
+                .unwrap()
+        }
+    };
+    // A replica that reads the registration after the token was changed to a wrong one.
+    register("rotated-wrongly").await;
+    let replica = Replica::new(store.clone(), "replica-2");
+    assert_eq!(replica.drain().await, 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "release_failed", "{record}");
+    assert_eq!(record["disposition"], "snapshot_and_terminate");
+    assert_eq!(record["checkpoint_lost"], false);
+    assert_eq!(record["error"]["code"], "auth.unauthorized");
+    assert!(record["release_idempotency_key"]
+        .as_str()
+        .unwrap()
+        .ends_with(":release"));
+    assert!(running(pid), "nothing was done to the sandbox");
+
+    // The registration is fixed; the same replica reads it again and the snapshot is taken.
+    register(PROVIDER_TOKEN).await;
+    ax.advance(2);
+    assert_eq!(replica.drain().await, 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "released");
+    assert_eq!(record["disposition"], "snapshot_and_terminate");
+    assert!(record["sandbox_checkpoint"].is_object(), "{record}");
+    assert_gone(pid, "released").await;
+    ax.approve(&session).await;
+    ax.drain().await;
+    let resumed = ax.claim().await;
+    assert_eq!(ax.sh(&resumed, "cat state.txt").await, "v1");
 }
