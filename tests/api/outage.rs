@@ -29,17 +29,17 @@ async fn a_database_outage_is_a_503_and_the_replica_recovers_by_itself() {
         "/v1/sessions/{}/interactions/{}/reply",
         s.session_id, s.interaction_id
     );
-    let approve = json!({"decision": "approve", "payload": {"note": "ok"}});
+    // The same reply every time, under one idempotency key.
+    let approve = || {
+        app.request(reqwest::Method::POST, &reply_path, &app.frontend)
+            .header("idempotency-key", "approve-1")
+            .json(&json!({"decision": "approve", "payload": {"note": "ok"}}))
+            .send()
+    };
 
     cluster.stop();
     let started = tokio::time::Instant::now();
-    let refused = app
-        .request(reqwest::Method::POST, &reply_path, &app.frontend)
-        .header("idempotency-key", "approve-1")
-        .json(&approve)
-        .send()
-        .await
-        .unwrap();
+    let refused = approve().await.unwrap();
     assert_eq!(
         refused
             .headers()
@@ -74,13 +74,7 @@ async fn a_database_outage_is_a_503_and_the_replica_recovers_by_itself() {
     let (_, snap) = app.snapshot(&s.session_id).await;
     assert_eq!(snap["pending_interactions"][0]["id"], s.interaction_id);
     for _ in 0..2 {
-        let res = app
-            .request(reqwest::Method::POST, &reply_path, &app.frontend)
-            .header("idempotency-key", "approve-1")
-            .json(&approve)
-            .send()
-            .await
-            .unwrap();
+        let res = approve().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK);
         let body: serde_json::Value = res.json().await.unwrap();
         assert_eq!(body["interaction"]["status"], "resolved");

@@ -79,12 +79,7 @@ async fn claims_oldest_first_within_max_and_tenant(backend: Backend) {
     assert_eq!(rest.len(), 1);
     assert_eq!(rest[0].run.id, ids[2]);
     assert!(rest[0].lease.fencing_token > first[1].lease.fencing_token);
-    assert!(f
-        .store
-        .claim_runs(Some("acme"), "w1", 5, ttl())
-        .await
-        .unwrap()
-        .is_empty());
+    f.nothing_claimable(Some("acme")).await;
     assert!(!work.has_changed().unwrap(), "claiming creates no new work");
 
     let any = f.store.claim_runs(None, "w2", 5, ttl()).await.unwrap();
@@ -119,12 +114,7 @@ async fn claims_take_runs_in_the_order_they_became_available(backend: Backend) {
         order.push(f.claim_one("acme").await.run.id);
     }
     assert_eq!(order, vec![b.id, a.id, c.id, d.id]);
-    assert!(f
-        .store
-        .claim_runs(Some("acme"), "w1", 5, ttl())
-        .await
-        .unwrap()
-        .is_empty());
+    f.nothing_claimable(Some("acme")).await;
 }
 
 fn spec() -> ResolvedSandboxSpec {
@@ -155,12 +145,7 @@ async fn runs_with_a_sandbox_spec_wait(backend: Backend) {
         run.sandbox_spec,
         Some(serde_json::to_value(spec()).unwrap())
     );
-    assert!(f
-        .store
-        .claim_runs(None, "w1", 10, ttl())
-        .await
-        .unwrap()
-        .is_empty());
+    f.nothing_claimable(None).await;
     assert_eq!(
         f.store.get_run(None, &run.id).await.unwrap().state,
         RunState::Queued
@@ -213,12 +198,7 @@ async fn concurrent_claimers_never_share_a_run(backend: Backend) {
     assert!(seen.values().all(|&n| n == 1), "no run was claimed twice");
     assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), all);
     assert_eq!(f.store.metrics().lease_claims.load(Ordering::Relaxed), 40);
-    assert!(f
-        .store
-        .claim_runs(None, "w9", 10, ttl())
-        .await
-        .unwrap()
-        .is_empty());
+    f.nothing_claimable(None).await;
 }
 
 async fn stale_tokens_change_nothing(backend: Backend) {
@@ -381,12 +361,7 @@ async fn heartbeats_extend_the_lease(backend: Backend) {
 
     // Past the first expiry but within the extension: still the holder.
     f.advance(20);
-    assert!(f
-        .store
-        .claim_runs(None, "w2", 1, ttl())
-        .await
-        .unwrap()
-        .is_empty());
+    f.nothing_claimable(None).await;
     let done = f
         .store
         .complete_run(Some("acme"), &claim.run.id, &complete(token))

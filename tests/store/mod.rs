@@ -117,6 +117,16 @@ impl Fx {
         claims.remove(0)
     }
 
+    /// Asserts that nothing of `tenant` (None: of any tenant) can be claimed now.
+    pub async fn nothing_claimable(&self, tenant: Option<&str>) {
+        let claims = self
+            .store
+            .claim_runs(tenant, "worker-1", 10, ttl())
+            .await
+            .unwrap();
+        assert!(claims.is_empty(), "nothing claimable expected: {claims:?}");
+    }
+
     /// A run that is `suspended` with a pending approval; returns the run id and the claim
     /// that suspended it.
     pub async fn suspended(&self, session: &Session, interaction: bool) -> (RunId, Claim) {
