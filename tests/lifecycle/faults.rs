@@ -29,6 +29,18 @@ fn now(ax: &Ax) -> DateTime<Utc> {
     ax.app.clock.as_ref().unwrap().now()
 }
 
+/// The record was released by a `terminate` issued for `purpose`, under that purpose's key.
+fn assert_terminated_for(record: &Value, purpose: &str, key_suffix: &str) {
+    assert_eq!(record["state"], "released", "{record}");
+    assert_eq!(record["disposition"], "terminate");
+    assert_eq!(record["release_purpose"], purpose);
+    assert!(record["release_idempotency_key"]
+        .as_str()
+        .unwrap()
+        .ends_with(key_suffix));
+    assert_eq!(record["compute_released"], true);
+}
+
 /// A provisioned, claimed run with a file and a background process, then suspended.
 async fn suspended_with_work(ax: &Ax) -> (String, String, Claimed, i32) {
     let session = ax.app.create_session().await;
@@ -117,16 +129,9 @@ async fn a_broken_sandbox_is_force_terminated_and_its_resume_fails_with_snapshot
 
     assert_eq!(ax.drain().await, 1);
     let record = ax.record(&run).await;
-    assert_eq!(record["state"], "released");
-    assert_eq!(record["disposition"], "terminate");
-    assert_eq!(record["release_purpose"], "forced_terminate");
-    assert!(record["release_idempotency_key"]
-        .as_str()
-        .unwrap()
-        .ends_with(":forced-terminate"));
+    assert_terminated_for(&record, "forced_terminate", ":forced-terminate");
     assert_eq!(record["checkpoint_lost"], true);
     assert_eq!(record["sandbox_checkpoint"], json!(null));
-    assert_eq!(record["compute_released"], true);
     assert_eq!(record["error"]["code"], "sandbox.lost");
     assert_gone(pid, "a broken sandbox is never left running").await;
     assert_eq!(ax.snapshot_bytes(&session).await, user_view);
@@ -205,14 +210,7 @@ async fn a_run_cancelled_while_its_snapshot_keeps_failing_is_terminated(backend:
         .await;
     assert_eq!(ax.drain().await, 1);
     let record = ax.record(&run).await;
-    assert_eq!(record["state"], "released");
-    assert_eq!(record["disposition"], "terminate");
-    assert_eq!(record["release_purpose"], "run_ended");
-    assert!(record["release_idempotency_key"]
-        .as_str()
-        .unwrap()
-        .ends_with(":run-ended"));
-    assert_eq!(record["compute_released"], true);
+    assert_terminated_for(&record, "run_ended", ":run-ended");
     assert_eq!(
         record["release_requested_at"], failing["release_requested_at"],
         "the release latency counts from the first request"

@@ -80,6 +80,16 @@ pub async fn due_work(f: &Fx) -> Vec<LifecycleWork> {
         .unwrap()
 }
 
+/// `n` new sandbox runs in `s`, claimed together: the lifecycle work of each, oldest first.
+pub async fn due_sandbox_runs(f: &Fx, s: &Session, n: usize) -> Vec<LifecycleWork> {
+    for _ in 0..n {
+        sandbox_run(f, s, None).await;
+    }
+    let work = due_work(f).await;
+    assert_eq!(work.len(), n, "every new run is due");
+    work
+}
+
 /// The lifecycle work of `run`, which must be the only due record.
 pub async fn work_for(f: &Fx, run: &RunId) -> LifecycleWork {
     let mut work = due_work(f).await;

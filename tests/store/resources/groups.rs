@@ -13,7 +13,10 @@ use sagents::lifecycle::record::ExecutionResourceRecord;
 use sagents::store::{Backend, RunEffect, StoreError};
 use serde_json::json;
 
-use super::{activate, due_work, register, release, sandbox_run, save_and_release, work_for};
+use super::{
+    activate, due_sandbox_runs, due_work, register, release, sandbox_run, save_and_release,
+    work_for,
+};
 use crate::store::{fx, suspend_cmd, Fx};
 
 both!(
@@ -243,11 +246,7 @@ async fn a_write_the_database_refuses_fails_alone(backend: Backend) {
     let f = fx(backend).await;
     register(&f).await;
     let s = f.session("acme").await;
-    for _ in 0..8 {
-        sandbox_run(&f, &s, None).await;
-    }
-    let work = due_work(&f).await;
-    assert_eq!(work.len(), 8);
+    let work = due_sandbox_runs(&f, &s, 8).await;
     refuse_generation(&f, 999).await;
     let metrics = f.store.metrics().clone();
     let fallbacks = metrics.group_fallbacks.load(Ordering::Relaxed);

@@ -4,7 +4,7 @@ use chrono::Duration;
 use sagents::lifecycle::machine::ResourceState;
 use sagents::store::{Backend, LifecycleMetrics};
 
-use super::{activate, due_work, register, release, sandbox_run, save_and_release};
+use super::{activate, due_sandbox_runs, register, release, save_and_release};
 use crate::store::fx;
 
 both!(lifecycle_metrics_on_a_known_data_set, an_empty_lifecycle);
@@ -13,11 +13,7 @@ async fn lifecycle_metrics_on_a_known_data_set(backend: Backend) {
     let f = fx(backend).await;
     register(&f).await;
     let s = f.session("acme").await;
-    for _ in 0..13 {
-        sandbox_run(&f, &s, None).await;
-    }
-    let work = due_work(&f).await;
-    assert_eq!(work.len(), 13);
+    let work = due_sandbox_runs(&f, &s, 13).await;
 
     let blocked = |r: &mut sagents::lifecycle::record::ExecutionResourceRecord| {
         activate(r);
