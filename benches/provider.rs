@@ -10,11 +10,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
-use sagents::providers::client::{CallOptions, ProviderClient};
-use sagents::providers::spec::{
+use sagents::domain::sandbox::{
     LifecyclePolicy, ReleaseDisposition, ResolvedSandboxSpec, Resources, WorkspaceMode,
     SPEC_VERSION_V3,
 };
+use sagents::providers::client::{CallOptions, ProviderClient};
 use sagents::providers::wire::{
     ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest, SandboxHandle,
 };

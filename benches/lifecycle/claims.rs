@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use chrono::Utc;
 use sagents::clock::to_millis;
+use sagents::domain::resource::ResourceState;
 use sagents::domain::RunId;
-use sagents::lifecycle::machine::ResourceState;
 use sagents::providers::wire::{CheckpointRef, SandboxRef};
 use sagents::store::Backend;
 use sqlx::AnyPool;

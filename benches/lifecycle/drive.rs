@@ -10,10 +10,10 @@ use sagents::domain::commands::{
     CreateRun, CreateSession, NewCheckpoint, NewInteraction, SuspendRun,
 };
 use sagents::domain::interaction::{InteractionType, SuspensionReason};
+use sagents::domain::resource::ResourceState;
+use sagents::domain::sandbox::{ResolvedSandboxSpec, WorkspaceMode};
 use sagents::domain::RunId;
 use sagents::lifecycle::coordinator::Coordinator;
-use sagents::lifecycle::machine::ResourceState;
-use sagents::providers::spec::{ResolvedSandboxSpec, WorkspaceMode};
 use sagents::scheduler::{PoolConfig, WorkerPool};
 use sagents::store::Store;
 use serde_json::json;

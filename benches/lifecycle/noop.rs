@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::Utc;
-use sagents::providers::spec::ReleaseDisposition;
+use sagents::domain::sandbox::ReleaseDisposition;
 use sagents::providers::wire::{
     AttachRequest, Capabilities, CheckpointRef, ProviderError, ProvisionRequest, ReleaseRequest,
     RestoreRequest, SandboxHandle, SandboxInfo, SandboxRef, SandboxReleaseReceipt, SandboxState,

@@ -8,7 +8,7 @@ use super::interaction::{InteractionType, SuspensionReason};
 use super::job::{ExecutionAffinity, JobState, PauseBehavior};
 use super::validate::{self, ValidationError};
 use super::{RunId, SessionId};
-use crate::providers::spec::ResolvedSandboxSpec;
+use crate::domain::sandbox::ResolvedSandboxSpec;
 
 fn empty_object() -> serde_json::Value {
     serde_json::Value::Object(Default::default())

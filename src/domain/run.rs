@@ -122,7 +122,7 @@ pub struct Run {
     pub parent_run_id: Option<RunId>,
     pub state: RunState,
     pub resolved_spec_hash: String,
-    #[schema(value_type = Option<crate::providers::spec::ResolvedSandboxSpec>)]
+    #[schema(value_type = Option<crate::domain::sandbox::ResolvedSandboxSpec>)]
     pub sandbox_spec: Option<serde_json::Value>,
     #[schema(value_type = Object)]
     pub input: serde_json::Value,

@@ -11,8 +11,8 @@ use super::auth::Admin;
 use super::error::{ApiError, Problem};
 use super::extract::PathIds;
 use crate::app::AppState;
+use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::RunId;
-use crate::lifecycle::record::ExecutionResourceRecord;
 use crate::store::{LifecycleMetrics, StoreError};
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -6,8 +6,8 @@ use crate::domain::commands::{
     ClaimRequest, CompleteRun, ConfirmResumed, CreateJob, CreateRun, CreateSession, FailRun,
     Heartbeat, ReplyInteraction, SuspendRun, UpdateJob,
 };
+use crate::domain::sandbox::{SpecError, SPEC_VERSION_V3};
 use crate::domain::validate;
-use crate::providers::spec::{SpecError, SPEC_VERSION_V3};
 
 impl Command for CreateSession {
     fn check(&self, _: &CheckContext) -> Result<(), ApiError> {

@@ -9,8 +9,8 @@ use utoipa::ToSchema;
 
 use super::request_id;
 use crate::domain::ids::IdParseError;
+use crate::domain::sandbox::SpecError;
 use crate::domain::validate::ValidationError;
-use crate::providers::spec::SpecError;
 use crate::store::StoreError;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";

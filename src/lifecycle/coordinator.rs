@@ -10,18 +10,18 @@ mod calls;
 use calls::call_status;
 
 use super::clients::ProviderClients;
-use super::machine::{ResourceState, ResourceTransitionError};
 use super::outcome::{self, BindKind, Next};
 use super::plan::{plan, Action, PlanInput};
-use super::record::ExecutionResourceRecord;
-use super::rules::ReleasePurpose;
 use crate::domain::interaction::{Suspension, SuspensionReason};
 use crate::domain::job::Job;
+use crate::domain::resource::ExecutionResourceRecord;
+use crate::domain::resource::{LifecycleWork, ReleasePurpose, RunEffect};
+use crate::domain::resource::{ResourceState, ResourceTransitionError};
 use crate::domain::run::{Run, RunState};
+use crate::domain::sandbox::ReleaseDisposition;
 use crate::domain::{RunId, SuspensionId};
 use crate::providers::client::{ProviderCallError, Timeouts};
-use crate::providers::spec::ReleaseDisposition;
-use crate::store::{LifecycleWork, RunEffect, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// Steps one `process` call may take (e.g. finish a release, then restore, then settle).
 pub const MAX_STEPS: usize = 8;
@@ -406,7 +406,7 @@ impl Coordinator {
         let mut record = w.record.clone();
         let at = self.now() + chrono::Duration::seconds(60);
         record.due_at = Some(at);
-        record.error = Some(crate::providers::wire::ProviderError {
+        record.error = Some(crate::domain::sandbox::ProviderError {
             code: "resource.invalid_transition".into(),
             category: "internal".into(),
             message: e.to_string(),

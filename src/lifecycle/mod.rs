@@ -2,8 +2,6 @@
 
 pub mod clients;
 pub mod coordinator;
-pub mod machine;
 pub mod outcome;
 pub mod plan;
-pub mod record;
 pub mod rules;

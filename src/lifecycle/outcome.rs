@@ -3,15 +3,17 @@
 
 use chrono::{DateTime, Utc};
 
-use super::machine::{ResourceEvent, ResourceState, ResourceTransitionError};
-use super::record::ExecutionResourceRecord;
-use super::rules::{self, Blockers, ReleasePurpose};
+use super::rules::{self, Blockers};
 use crate::domain::interaction::SuspensionReason;
+use crate::domain::resource::ExecutionResourceRecord;
+use crate::domain::resource::ReleasePurpose;
+use crate::domain::resource::RunEffect;
+use crate::domain::resource::{ResourceEvent, ResourceState, ResourceTransitionError};
+use crate::domain::sandbox::ProviderError;
+use crate::domain::sandbox::ReleaseDisposition;
 use crate::domain::SuspensionId;
 use crate::providers::client::ProviderCallError;
-use crate::providers::spec::ReleaseDisposition;
-use crate::providers::wire::{ProviderError, SandboxHandle, SandboxReleaseReceipt};
-use crate::store::RunEffect;
+use crate::providers::wire::{SandboxHandle, SandboxReleaseReceipt};
 
 pub type OutcomeResult<T> = Result<T, ResourceTransitionError>;
 
@@ -227,7 +229,7 @@ pub fn release_answered(
     record.compute_released = true;
     record.released_at = Some(now);
     record.sandbox_checkpoint = match receipt.disposition {
-        ReleaseDisposition::SnapshotAndTerminate => receipt.checkpoint.clone(),
+        ReleaseDisposition::SnapshotAndTerminate => receipt.checkpoint.clone().map(Into::into),
         _ => None,
     };
     if record.release_purpose != Some(ReleasePurpose::ForcedTerminate) {
@@ -311,7 +313,7 @@ pub fn bind_succeeded(
     record.state = record.state.next(event)?;
     record.generation += 1;
     record.provider_generation = i64::try_from(handle.generation).ok();
-    record.sandbox_ref = Some(handle.r#ref.clone());
+    record.sandbox_ref = Some(handle.r#ref.clone().into());
     record.bind_idempotency_key = None;
     record.disposition = None;
     record.sandbox_checkpoint = None;

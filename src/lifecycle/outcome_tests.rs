@@ -1,8 +1,9 @@
 use super::*;
+use crate::domain::sandbox::{CheckpointRef, SandboxRef};
+use crate::domain::sandbox::{ResolvedSandboxSpec, WorkspaceMode};
 use crate::domain::{JobId, RunId};
 use crate::providers::client::UncertainKind;
-use crate::providers::spec::{ResolvedSandboxSpec, WorkspaceMode};
-use crate::providers::wire::{CheckpointRef, SandboxRef, SandboxState};
+use crate::providers::wire::{ProviderError as WireError, SandboxState};
 use chrono::Duration;
 
 fn now() -> DateTime<Utc> {
@@ -51,14 +52,15 @@ fn checkpoint() -> CheckpointRef {
 
 fn receipt(d: ReleaseDisposition, released: bool) -> SandboxReleaseReceipt {
     SandboxReleaseReceipt {
-        r#ref: sandbox_ref("sbx_1"),
+        r#ref: sandbox_ref("sbx_1").into(),
         disposition: d,
         state: if released {
             SandboxState::Terminated
         } else {
             SandboxState::Ready
         },
-        checkpoint: (d == ReleaseDisposition::SnapshotAndTerminate && released).then(checkpoint),
+        checkpoint: (d == ReleaseDisposition::SnapshotAndTerminate && released)
+            .then(|| checkpoint().into()),
         compute_released: released,
         duplicate: false,
         released_at: now() - Duration::hours(1),
@@ -67,7 +69,7 @@ fn receipt(d: ReleaseDisposition, released: bool) -> SandboxReleaseReceipt {
 
 fn handle(id: &str) -> SandboxHandle {
     SandboxHandle {
-        r#ref: sandbox_ref(id),
+        r#ref: sandbox_ref(id).into(),
         state: SandboxState::Ready,
         revision: 1,
         generation: 1,
@@ -75,8 +77,8 @@ fn handle(id: &str) -> SandboxHandle {
     }
 }
 
-fn provider_error(retryable: bool) -> ProviderError {
-    ProviderError {
+fn provider_error(retryable: bool) -> WireError {
+    WireError {
         code: "sandbox.snapshot_failed".into(),
         category: "internal".into(),
         message: "boom".into(),
@@ -94,7 +96,7 @@ fn recoverable() -> ProviderCallError {
 fn terminal() -> ProviderCallError {
     ProviderCallError::Terminal {
         status: 500,
-        error: ProviderError {
+        error: WireError {
             code: "sandbox.lost".into(),
             ..provider_error(false)
         },
@@ -104,7 +106,7 @@ fn terminal() -> ProviderCallError {
 fn refused() -> ProviderCallError {
     ProviderCallError::Refused {
         status: 409,
-        error: ProviderError {
+        error: WireError {
             code: "sandbox.terminated".into(),
             ..provider_error(false)
         },
@@ -154,7 +156,7 @@ fn failures_are_classified_by_what_a_retry_can_do() {
 fn unauthorised(status: u16) -> ProviderCallError {
     ProviderCallError::Refused {
         status,
-        error: ProviderError {
+        error: WireError {
             code: format!("provider.http_{status}"),
             ..provider_error(false)
         },
@@ -247,7 +249,7 @@ fn a_consistent_snapshot_receipt_releases_and_keeps_the_checkpoint() {
     let (mut r, _, _) = releasing(ReleaseDisposition::SnapshotAndTerminate);
     r.retry_count = 3;
     r.next_retry_at = Some(now());
-    r.error = Some(provider_error(true));
+    r.error = Some(provider_error(true).into());
     let key = r.release_idempotency_key.clone();
     let t = now() + Duration::seconds(5);
     let done = release_answered(

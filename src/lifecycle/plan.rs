@@ -1,14 +1,15 @@
 //! What the coordinator does next for a run, derived from the run's state and its record
 //! alone (level-triggered): a restart needs no recovery beyond expired leases.
 
-use super::machine::ResourceState;
-use super::record::ExecutionResourceRecord;
-use super::rules::{self, Blockers, ReleasePurpose, ResumePlan};
+use super::rules::{self, Blockers, ResumePlan};
 use crate::domain::interaction::SuspensionReason;
 use crate::domain::job::Job;
+use crate::domain::resource::ExecutionResourceRecord;
+use crate::domain::resource::ReleasePurpose;
+use crate::domain::resource::ResourceState;
 use crate::domain::run::RunState;
+use crate::domain::sandbox::ReleaseDisposition;
 use crate::domain::RunId;
-use crate::providers::spec::ReleaseDisposition;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -126,9 +127,9 @@ pub fn plan(input: &PlanInput<'_>) -> Action {
 mod tests {
     use super::*;
     use crate::domain::job::{ExecutionAffinity, JobState, PauseBehavior};
+    use crate::domain::sandbox::CheckpointRef;
+    use crate::domain::sandbox::{ResolvedSandboxSpec, WorkspaceMode};
     use crate::domain::JobId;
-    use crate::providers::spec::{ResolvedSandboxSpec, WorkspaceMode};
-    use crate::providers::wire::CheckpointRef;
     use chrono::Utc;
 
     fn record(state: ResourceState, mode: WorkspaceMode) -> ExecutionResourceRecord {

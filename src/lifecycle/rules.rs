@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use super::machine::ResourceState;
 use crate::domain::interaction::SuspensionReason;
 use crate::domain::job::{ExecutionAffinity, Job, PauseBehavior};
+use crate::domain::resource::ReleasePurpose;
+use crate::domain::resource::ResourceState;
+use crate::domain::sandbox::{ReleaseDisposition, ResolvedSandboxSpec};
 use crate::domain::{JobId, RunId, SuspensionId};
-use crate::providers::spec::{ReleaseDisposition, ResolvedSandboxSpec};
-use crate::text_enum;
 
 /// Only `policy_hold` is an unsafe pause; every other reason releases compute.
 pub fn disposition(reason: SuspensionReason, spec: &ResolvedSandboxSpec) -> ReleaseDisposition {
@@ -66,19 +66,6 @@ pub fn blockers(
             .map(|(id, _)| id.clone())
             .collect(),
         detach: disposition == ReleaseDisposition::Detach,
-    }
-}
-
-text_enum! {
-    /// Why a release is issued; each purpose gets its own key so a forced or final terminate
-    /// is never answered with the receipt of an earlier, different release.
-    pub enum ReleasePurpose as "release purpose" {
-        /// The release that follows a suspension.
-        Suspend => "suspend",
-        /// A forced terminate after the provider reported the sandbox broken.
-        ForcedTerminate => "forced_terminate",
-        /// The run ended: no sandbox outlives its run.
-        RunEnded => "run_ended",
     }
 }
 
@@ -156,7 +143,7 @@ pub fn resume_plan(
 mod tests {
     use super::*;
     use crate::domain::job::JobState;
-    use crate::providers::spec::WorkspaceMode;
+    use crate::domain::sandbox::WorkspaceMode;
     use chrono::Utc;
 
     fn spec(mode: WorkspaceMode) -> ResolvedSandboxSpec {

@@ -16,9 +16,9 @@ use super::faults::FaultPlan;
 use super::paths;
 use super::process::{self, Limits};
 use super::state::{fingerprint, Layout, SandboxRecord, StoredRequest};
+use crate::domain::sandbox::{ReleaseDisposition, ResolvedSandboxSpec, SpecError, WorkspaceMode};
 use crate::domain::validate;
 use crate::providers::grant;
-use crate::providers::spec::{ReleaseDisposition, ResolvedSandboxSpec, SpecError, WorkspaceMode};
 use crate::providers::wire::{
     AttachRequest, Capabilities, ExecRequest, ExecResponse, ProvisionRequest, SandboxHandle,
     SandboxInfo, SandboxRef, SandboxState, API_VERSION_V3, CAPABILITY_SANDBOX,

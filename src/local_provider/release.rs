@@ -10,7 +10,7 @@ use super::engine::{check_key, reconcile, Engine, PROVIDER_ID};
 use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::state::{SandboxRecord, StoredRelease};
-use crate::providers::spec::{ReleaseDisposition as D, WorkspaceMode};
+use crate::domain::sandbox::{ReleaseDisposition as D, WorkspaceMode};
 use crate::providers::wire::{
     CheckpointRef, ReleaseRequest, SandboxReleaseReceipt, SandboxState as S,
 };

@@ -6,7 +6,7 @@ use super::engine::{check_key, check_name, check_spec, internal, Engine, PROVIDE
 use super::error::ApiError;
 use super::process;
 use super::state::{fingerprint, SandboxRecord};
-use crate::providers::spec::WorkspaceMode;
+use crate::domain::sandbox::WorkspaceMode;
 use crate::providers::wire::{RestoreRequest, SandboxHandle, SandboxRef, SandboxState};
 
 impl Engine {

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::process::Leader;
-use crate::providers::spec::{ReleaseDisposition, Resources, WorkspaceMode};
+use crate::domain::sandbox::{ReleaseDisposition, Resources, WorkspaceMode};
 use crate::providers::wire::{
     CheckpointRef, SandboxHandle, SandboxRef, SandboxReleaseReceipt, SandboxState,
 };

@@ -16,6 +16,7 @@ use super::wire::{
     ReceiptInconsistency, ReleaseRequest, RestoreRequest, SandboxHandle, SandboxInfo,
     SandboxReleaseReceipt, FENCING_TOKEN_HEADER, REQUEST_ID_HEADER,
 };
+use crate::domain::sandbox::ProviderError as StoredError;
 
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 
@@ -111,12 +112,12 @@ impl ProviderCallError {
     }
 
     /// The error as the `{code, category, message, retryable}` shape records keep.
-    pub fn to_provider_error(&self) -> ProviderError {
+    pub fn to_provider_error(&self) -> StoredError {
         match self {
             ProviderCallError::Recoverable { error, .. }
             | ProviderCallError::Terminal { error, .. }
-            | ProviderCallError::Refused { error, .. } => error.clone(),
-            ProviderCallError::Uncertain { kind, message } => ProviderError {
+            | ProviderCallError::Refused { error, .. } => error.clone().into(),
+            ProviderCallError::Uncertain { kind, message } => StoredError {
                 code: match kind {
                     UncertainKind::Timeout => "provider.timeout",
                     UncertainKind::ConnectionLost => "provider.connection_lost",
@@ -131,13 +132,13 @@ impl ProviderCallError {
                 message: message.clone(),
                 retryable: true,
             },
-            ProviderCallError::Unreachable(message) => ProviderError {
+            ProviderCallError::Unreachable(message) => StoredError {
                 code: "provider.unreachable".into(),
                 category: "unavailable".into(),
                 message: message.clone(),
                 retryable: true,
             },
-            ProviderCallError::Config(message) => ProviderError {
+            ProviderCallError::Config(message) => StoredError {
                 code: "provider.misconfigured".into(),
                 category: "invalid_request".into(),
                 message: message.clone(),

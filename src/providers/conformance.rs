@@ -6,14 +6,14 @@
 //! feature the provider does not advertise pass with a `skipped:` detail.
 
 use super::client::{CallOptions, ProviderCallError, ProviderClient};
-use super::spec::{
-    LifecyclePolicy, ReleaseDisposition as D, ResolvedSandboxSpec, Resources, WorkspaceMode,
-    SPEC_VERSION_V3,
-};
 use super::wire::{
     AttachRequest, Capabilities, ExecRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec,
     RequestContext, RestoreRequest, SandboxHandle, SandboxReleaseReceipt, SandboxState,
     API_VERSION_V3, CAPABILITY_SANDBOX,
+};
+use crate::domain::sandbox::{
+    LifecyclePolicy, ReleaseDisposition as D, ResolvedSandboxSpec, Resources, WorkspaceMode,
+    SPEC_VERSION_V3,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,6 +4,6 @@
 pub mod client;
 pub mod conformance;
 pub mod grant;
+mod map;
 pub mod registry;
-pub mod spec;
 pub mod wire;

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::spec::{ReleaseDisposition, ResolvedSandboxSpec};
+use crate::domain::sandbox::{ReleaseDisposition, ResolvedSandboxSpec};
 use crate::text_enum;
 
 pub const API_VERSION_V3: &str = "3";

@@ -1,5 +1,5 @@
 use super::*;
-use crate::providers::spec::{LifecyclePolicy, Resources, WorkspaceMode, SPEC_VERSION_V3};
+use crate::domain::sandbox::{LifecyclePolicy, Resources, WorkspaceMode, SPEC_VERSION_V3};
 use serde::de::DeserializeOwned;
 
 fn sandbox_ref() -> SandboxRef {

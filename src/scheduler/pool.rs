@@ -11,8 +11,9 @@ use tokio::task::JoinHandle;
 
 use super::keeper::{keep_lease, LeaseEnd};
 use crate::domain::claim::Lease;
+use crate::domain::resource::LifecycleWork;
 use crate::lifecycle::coordinator::Coordinator;
-use crate::store::{LifecycleWork, Store};
+use crate::store::Store;
 
 /// How many runs one `run_once` call claims at a time.
 pub const RUN_ONCE_BATCH: u32 = 16;

@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 use super::resource_batch::{HandBack, SaveItem};
-use super::{Backend, RunEffect, Store, StoreError, StoreResult};
+use super::{Backend, Store, StoreError, StoreResult};
+use crate::domain::resource::ExecutionResourceRecord;
+use crate::domain::resource::RunEffect;
 use crate::domain::RunId;
-use crate::lifecycle::record::ExecutionResourceRecord;
 use crate::metrics::Metrics;
 
 /// The most writes one group carries.

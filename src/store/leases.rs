@@ -10,10 +10,10 @@ use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::claim::{Claim, ClaimKind, ClaimSandbox, Lease};
 use crate::domain::commands::{CompleteRun, ConfirmResumed, FailRun, SuspendRun};
+use crate::domain::resource::ResourceState;
 use crate::domain::run::{Run, RunEvent, RunState};
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::{LeaseId, RunId};
-use crate::lifecycle::machine::ResourceState;
 
 pub(super) const MAX_CLAIMS: u32 = 100;
 

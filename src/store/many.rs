@@ -9,9 +9,9 @@ use super::rows::{self, RunRecord, JOB_COLS, RESOURCE_COLS, RUN_RECORD_COLS, SUS
 use super::{Store, StoreResult};
 use crate::domain::interaction::Suspension;
 use crate::domain::job::Job;
+use crate::domain::resource::ExecutionResourceRecord;
+use crate::domain::resource::ResourceState;
 use crate::domain::RunId;
-use crate::lifecycle::machine::ResourceState;
-use crate::lifecycle::record::ExecutionResourceRecord;
 
 /// `$first, $first+1, …` for `n` parameters.
 pub(super) fn params(first: usize, n: usize) -> String {

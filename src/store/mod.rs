@@ -42,7 +42,7 @@ pub use events::SessionEvent;
 pub use idempotency::IdempotencyBegin;
 pub use interactions::ReplyOutcome;
 pub use providers::ProviderRecord;
-pub use resources::{LifecycleMetrics, LifecycleWork, RunEffect};
+pub use resources::LifecycleMetrics;
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
@@ -122,7 +122,7 @@ mod tests {
             &FailRun,
         ),
         job: &CreateJob,
-        record: &crate::lifecycle::record::ExecutionResourceRecord,
+        record: &crate::domain::resource::ExecutionResourceRecord,
     ) {
         let (ses, run, int, job_id, lease) = ids;
         let ttl = chrono::Duration::seconds(1);
@@ -157,7 +157,7 @@ mod tests {
         send(&s.check_ready());
         send(&s.claim_lifecycle_work("c", 1, ttl));
         send(&s.next_lifecycle_due());
-        send(&s.save_resource(run, 1, record, RunEffect::None));
+        send(&s.save_resource(run, 1, record, crate::domain::resource::RunEffect::None));
         let lease = crate::domain::claim::Lease {
             lease_id: lease.clone(),
             fencing_token: 1,

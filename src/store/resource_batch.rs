@@ -11,12 +11,13 @@ use super::resource_ops::lifecycle_event;
 use super::rows::{self, RunRecord, RESOURCE_COLS};
 use super::runops::Outcome;
 use super::tx::WriteTx;
-use super::{RunEffect, Store, StoreError, StoreResult};
+use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
+use crate::domain::resource::ExecutionResourceRecord;
+use crate::domain::resource::ResourceState;
+use crate::domain::resource::RunEffect;
 use crate::domain::run::RunState;
 use crate::domain::RunId;
-use crate::lifecycle::machine::ResourceState;
-use crate::lifecycle::record::ExecutionResourceRecord;
 
 /// One record write: `record` replaces the stored one if its `version` still matches and
 /// `fencing_token` still holds the run's live lease.

@@ -7,7 +7,7 @@ use super::resources::LifecycleMetrics;
 use super::rows;
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
-use crate::lifecycle::machine::ResourceState;
+use crate::domain::resource::ResourceState;
 
 /// The quantiles are taken over this many of the most recent releases.
 const LATENCY_WINDOW: i64 = 10_000;

@@ -11,11 +11,11 @@ use super::rows::{self, RESOURCE_COLS};
 use super::tx::WriteTx;
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
+use crate::domain::resource::ExecutionResourceRecord;
+use crate::domain::resource::ResourceState;
+use crate::domain::sandbox::ResolvedSandboxSpec;
 use crate::domain::validate::ValidationError;
 use crate::domain::RunId;
-use crate::lifecycle::machine::ResourceState;
-use crate::lifecycle::record::ExecutionResourceRecord;
-use crate::providers::spec::ResolvedSandboxSpec;
 
 /// `due_at` becomes `$2` unless it is already earlier.
 const DUE_NOW: &str = "CASE WHEN due_at IS NOT NULL AND due_at < $2 THEN due_at ELSE $2 END";

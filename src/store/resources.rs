@@ -16,39 +16,10 @@ use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::claim::Lease;
-use crate::domain::interaction::Suspension;
-use crate::domain::job::Job;
-use crate::domain::run::Run;
+use crate::domain::resource::ExecutionResourceRecord;
+use crate::domain::resource::{LifecycleWork, RunEffect};
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::{LeaseId, RunId};
-use crate::lifecycle::machine::ResourceState;
-use crate::lifecycle::record::ExecutionResourceRecord;
-
-/// A run whose compute needs the coordinator, leased to it with a fresh fencing token.
-#[derive(Debug, Clone)]
-pub struct LifecycleWork {
-    pub run: Run,
-    pub tenant_id: String,
-    pub lease: Lease,
-    pub record: ExecutionResourceRecord,
-    pub jobs: Vec<Job>,
-    /// Every descendant run (any depth) that has a record, with its state.
-    pub descendants: Vec<(RunId, ResourceState)>,
-    /// The run's latest suspension, if any.
-    pub suspension: Option<Suspension>,
-}
-
-/// A side effect on the run that goes with a record write, in the same transaction.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RunEffect {
-    None,
-    /// Fail the run (if not already terminal) with `{code, message}`: visible, so the session
-    /// revision is bumped, its pending interaction cancelled and the event logged.
-    Fail {
-        code: String,
-        message: String,
-    },
-}
 
 /// The operator's view of the lifecycle (never changes anything a user sees).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -16,12 +16,12 @@ use crate::domain::interaction::{
     Checkpoint, InteractionRequest, InteractionStatus, Resolution, Suspension,
 };
 use crate::domain::job::Job;
+use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::run::{Run, RunState};
 use crate::domain::session::Session;
 use crate::domain::snapshot::{PendingInteraction, SnapshotRun, SnapshotSession};
 use crate::domain::token::TokenInfo;
 use crate::domain::{CheckpointId, InteractionId, JobId, RunId, SessionId, SuspensionId, TokenId};
-use crate::lifecycle::record::ExecutionResourceRecord;
 
 pub(super) const SESSION_COLS: &str = "s.id, s.tenant_id, s.title, s.metadata, \
      s.parent_session_id, s.revision, s.created_at, s.updated_at";

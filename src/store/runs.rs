@@ -6,9 +6,9 @@ use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::commands::CreateRun;
 use crate::domain::run::{Run, RunEvent};
+use crate::domain::sandbox::SpecError;
 use crate::domain::validate::ValidationError;
 use crate::domain::{RunId, SessionId};
-use crate::providers::spec::SpecError;
 
 impl Store {
     /// Creates a `queued` run (the spec is already validated by the caller). The session must

@@ -1,7 +1,7 @@
 //! What keeps a suspended run's sandbox alive, and what lets it go: a running `continue`
 //! job, a child run that still holds compute.
 
-use sagents::providers::spec::WorkspaceMode;
+use sagents::domain::sandbox::WorkspaceMode;
 use sagents::store::Backend;
 use serde_json::json;
 

@@ -3,11 +3,11 @@
 use sagents::domain::claim::ClaimKind;
 use sagents::domain::commands::{CompleteRun, ConfirmResumed};
 use sagents::domain::interaction::SuspensionReason;
+use sagents::domain::resource::ResourceState;
 use sagents::domain::run::RunState;
-use sagents::lifecycle::machine::ResourceState;
+use sagents::domain::sandbox::{ReleaseDisposition, WorkspaceMode};
 use sagents::providers::client::CallOptions;
 use sagents::providers::grant;
-use sagents::providers::spec::{ReleaseDisposition, WorkspaceMode};
 use sagents::providers::wire::SandboxState;
 use sagents::store::Backend;
 

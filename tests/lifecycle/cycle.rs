@@ -2,7 +2,7 @@
 //! restore, complete, terminate; for an isolated sandbox, an active workspace and a policy
 //! hold.
 
-use sagents::providers::spec::WorkspaceMode;
+use sagents::domain::sandbox::WorkspaceMode;
 use sagents::providers::wire::SandboxState;
 use sagents::store::Backend;
 use serde_json::json;

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use sagents::clock::Clock;
-use sagents::providers::spec::WorkspaceMode;
+use sagents::domain::sandbox::WorkspaceMode;
 use sagents::store::Backend;
 use serde_json::{json, Value};
 

@@ -3,8 +3,8 @@
 
 use reqwest::Method;
 use sagents::domain::run::Run;
+use sagents::domain::sandbox::WorkspaceMode;
 use sagents::providers::client::{CallOptions, ProviderCallError};
-use sagents::providers::spec::WorkspaceMode;
 use sagents::providers::wire::{ExecResponse, SandboxState};
 use serde_json::{json, Value};
 

@@ -10,14 +10,14 @@ use sagents::domain::commands::{
     CreateRun, CreateSession, NewCheckpoint, NewInteraction, ReplyInteraction, SuspendRun,
 };
 use sagents::domain::interaction::{InteractionType, SuspensionReason};
+use sagents::domain::resource::ExecutionResourceRecord;
 use sagents::domain::run::Run;
+use sagents::domain::sandbox::{ResolvedSandboxSpec, WorkspaceMode};
 use sagents::domain::session::Session;
 use sagents::domain::RunId;
 use sagents::lifecycle::coordinator::Coordinator;
-use sagents::lifecycle::record::ExecutionResourceRecord;
 use sagents::metrics::Metrics;
 use sagents::notify::ChangeHub;
-use sagents::providers::spec::{ResolvedSandboxSpec, WorkspaceMode};
 use sagents::scheduler::{PoolConfig, WorkerPool};
 use sagents::store::{Backend, Store};
 use serde_json::json;

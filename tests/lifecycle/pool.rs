@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use sagents::clock::SystemClock;
+use sagents::domain::resource::ResourceState;
+use sagents::domain::sandbox::WorkspaceMode;
 use sagents::lifecycle::coordinator::Coordinator;
-use sagents::lifecycle::machine::ResourceState;
 use sagents::metrics::Metrics;
 use sagents::notify::ChangeHub;
-use sagents::providers::spec::WorkspaceMode;
 use sagents::scheduler::{keep_lease, LeaseEnd, PoolConfig, WorkerPool};
 use sagents::store::{Backend, Store};
 use serde_json::json;

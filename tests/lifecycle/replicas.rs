@@ -5,11 +5,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration as StdDuration;
 
 use sagents::domain::interaction::SuspensionReason;
+use sagents::domain::resource::ExecutionResourceRecord;
+use sagents::domain::resource::ResourceState;
+use sagents::domain::sandbox::{ReleaseDisposition, WorkspaceMode};
 use sagents::lifecycle::coordinator::Processed;
-use sagents::lifecycle::machine::ResourceState;
-use sagents::lifecycle::record::ExecutionResourceRecord;
 use sagents::providers::client::CallOptions;
-use sagents::providers::spec::{ReleaseDisposition, WorkspaceMode};
 use sagents::providers::wire::{ReleaseRequest, ReleaseSpec, RequestContext, SandboxState};
 use sagents::store::{Backend, StoreError};
 
@@ -169,7 +169,7 @@ async fn a_replica_that_dies_mid_release_is_taken_over_and_nothing_is_done_twice
         .release(
             &ReleaseRequest {
                 request: ReleaseSpec {
-                    r#ref: record.sandbox_ref.clone().unwrap(),
+                    r#ref: record.sandbox_ref.clone().unwrap().into(),
                     disposition: ReleaseDisposition::SnapshotAndTerminate,
                     reason: "approval_required".into(),
                     expected_revision: None,
@@ -238,7 +238,7 @@ async fn a_stale_holder_cannot_write_and_is_counted() {
             &run,
             stale.lease.fencing_token,
             &before,
-            sagents::store::RunEffect::None,
+            sagents::domain::resource::RunEffect::None,
         )
         .await;
     assert!(matches!(direct, Err(StoreError::LeaseLost)));

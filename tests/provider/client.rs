@@ -10,9 +10,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::{Json, Router};
+use sagents::domain::sandbox::ReleaseDisposition as D;
 use sagents::providers::client::UncertainKind;
 use sagents::providers::registry::{self, RegistryError};
-use sagents::providers::spec::ReleaseDisposition as D;
 use sagents::providers::wire::{SandboxRef, SandboxState};
 
 use super::*;

@@ -2,8 +2,8 @@
 //! deterministic fault injection.
 
 use super::*;
+use sagents::domain::sandbox::ReleaseDisposition as D;
 use sagents::providers::client::UncertainKind;
-use sagents::providers::spec::ReleaseDisposition as D;
 use sagents::providers::wire::SandboxState;
 
 async fn background_pid(h: &Harness, sbx: &SandboxHandle) -> i32 {

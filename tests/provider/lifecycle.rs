@@ -2,8 +2,8 @@
 //! provider; idempotency across a provider restart.
 
 use super::*;
+use sagents::domain::sandbox::ReleaseDisposition as D;
 use sagents::providers::grant;
-use sagents::providers::spec::ReleaseDisposition as D;
 use sagents::providers::wire::SandboxState;
 
 #[tokio::test]

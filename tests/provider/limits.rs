@@ -1,7 +1,7 @@
 //! Exec inside a sandbox: path escapes, rlimits, timeouts, output caps, stdin and env.
 
 use super::*;
-use sagents::providers::spec::Resources;
+use sagents::domain::sandbox::Resources;
 
 fn with_cwd(script: &str, cwd: &str) -> ExecRequest {
     ExecRequest {

@@ -8,12 +8,12 @@ mod lifecycle;
 mod limits;
 mod registry;
 
-use sagents::local_provider::{self, Config, LocalProvider};
-use sagents::providers::client::{CallOptions, ProviderCallError, ProviderClient};
-use sagents::providers::spec::{
+use sagents::domain::sandbox::{
     LifecyclePolicy, ReleaseDisposition, ResolvedSandboxSpec, Resources, WorkspaceMode,
     SPEC_VERSION_V3,
 };
+use sagents::local_provider::{self, Config, LocalProvider};
+use sagents::providers::client::{CallOptions, ProviderCallError, ProviderClient};
 use sagents::providers::wire::{
     CheckpointRef, ExecRequest, ExecResponse, ProvisionRequest, ReleaseRequest, ReleaseSpec,
     RequestContext, RestoreRequest, SandboxHandle, SandboxReleaseReceipt,

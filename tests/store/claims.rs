@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use sagents::domain::claim::ClaimKind;
 use sagents::domain::commands::{CompleteRun, ConfirmResumed, CreateJob, FailRun};
 use sagents::domain::run::{RunState, RunStatus};
-use sagents::providers::spec::{
+use sagents::domain::sandbox::{
     LifecyclePolicy, ResolvedSandboxSpec, Resources, WorkspaceMode, SPEC_VERSION_V3,
 };
 use sagents::store::{Backend, StoreError};

@@ -2,8 +2,8 @@ use sagents::domain::claim::ClaimKind;
 use sagents::domain::commands::{CompleteRun, ConfirmResumed, CreateJob, CreateRun};
 use sagents::domain::job::{ExecutionAffinity, JobState, PauseBehavior};
 use sagents::domain::run::{RunState, RunStatus};
+use sagents::domain::sandbox::{ResolvedSandboxSpec, WorkspaceMode};
 use sagents::domain::RunId;
-use sagents::providers::spec::{ResolvedSandboxSpec, WorkspaceMode};
 use sagents::store::{Backend, StoreError};
 use serde_json::json;
 

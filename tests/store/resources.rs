@@ -4,16 +4,16 @@
 
 use chrono::{DateTime, Utc};
 use sagents::domain::claim::Claim;
+use sagents::domain::resource::ExecutionResourceRecord;
+use sagents::domain::resource::ResourceState;
+use sagents::domain::resource::{LifecycleWork, RunEffect};
 use sagents::domain::run::Run;
-use sagents::domain::session::Session;
-use sagents::domain::RunId;
-use sagents::lifecycle::machine::ResourceState;
-use sagents::lifecycle::record::ExecutionResourceRecord;
-use sagents::providers::spec::{
+use sagents::domain::sandbox::SandboxRef;
+use sagents::domain::sandbox::{
     LifecyclePolicy, ResolvedSandboxSpec, Resources, WorkspaceMode, SPEC_VERSION_V3,
 };
-use sagents::providers::wire::SandboxRef;
-use sagents::store::{LifecycleWork, RunEffect};
+use sagents::domain::session::Session;
+use sagents::domain::RunId;
 use serde_json::json;
 
 use super::{hash, run_cmd, ttl, Fx};

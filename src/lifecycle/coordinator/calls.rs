@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use std::time::Duration;
 
 use super::{Coordinator, Work};
+use crate::domain::resource::ReleasePurpose;
 use crate::lifecycle::outcome::{self, BindKind};
-use crate::lifecycle::rules::ReleasePurpose;
 use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient};
 use crate::providers::wire::{
     AttachRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest,
@@ -38,7 +38,7 @@ impl Coordinator {
         };
         Some(ReleaseRequest {
             request: ReleaseSpec {
-                r#ref: record.sandbox_ref.clone()?,
+                r#ref: record.sandbox_ref.clone()?.into(),
                 disposition: record.disposition?,
                 reason,
                 expected_revision: None,
@@ -79,7 +79,7 @@ impl Coordinator {
                     ProviderCallError::Config("the record holds no checkpoint".into())
                 })?;
                 let req = RestoreRequest {
-                    checkpoint,
+                    checkpoint: checkpoint.into(),
                     spec: record.sandbox_spec.clone(),
                     owner_run_id: w.run.id.to_string(),
                     idempotency_key: key(),

@@ -3,11 +3,12 @@ use std::sync::atomic::Ordering;
 
 use sagents::domain::claim::{ClaimKind, ClaimSandbox};
 use sagents::domain::commands::CompleteRun;
+use sagents::domain::resource::ExecutionResourceRecord;
+use sagents::domain::resource::ResourceState;
+use sagents::domain::resource::RunEffect;
 use sagents::domain::run::RunState;
 use sagents::domain::RunId;
-use sagents::lifecycle::machine::ResourceState;
-use sagents::lifecycle::record::ExecutionResourceRecord;
-use sagents::store::{Backend, RunEffect, StoreError};
+use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{

@@ -8,9 +8,10 @@ use std::sync::atomic::Ordering;
 use futures::future::join_all;
 use sagents::domain::commands::CreateJob;
 use sagents::domain::job::PauseBehavior;
-use sagents::lifecycle::machine::ResourceState;
-use sagents::lifecycle::record::ExecutionResourceRecord;
-use sagents::store::{Backend, RunEffect, StoreError};
+use sagents::domain::resource::ExecutionResourceRecord;
+use sagents::domain::resource::ResourceState;
+use sagents::domain::resource::RunEffect;
+use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{

@@ -2,10 +2,10 @@ use chrono::{DateTime, Duration, Utc};
 use sagents::domain::claim::ClaimKind;
 use sagents::domain::commands::{CompleteRun, ConfirmResumed, CreateJob, FailRun};
 use sagents::domain::job::{JobState, PauseBehavior};
+use sagents::domain::resource::ExecutionResourceRecord;
+use sagents::domain::resource::ResourceState;
 use sagents::domain::run::RunState;
 use sagents::domain::RunId;
-use sagents::lifecycle::machine::ResourceState;
-use sagents::lifecycle::record::ExecutionResourceRecord;
 use sagents::store::{Backend, StoreError};
 use serde_json::json;
 

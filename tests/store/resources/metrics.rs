@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
 use chrono::Duration;
-use sagents::lifecycle::machine::ResourceState;
+use sagents::domain::resource::ResourceState;
 use sagents::store::{Backend, LifecycleMetrics};
 
 use super::{activate, due_sandbox_runs, register, release, save_and_release};
@@ -15,7 +15,7 @@ async fn lifecycle_metrics_on_a_known_data_set(backend: Backend) {
     let s = f.session("acme").await;
     let work = due_sandbox_runs(&f, &s, 13).await;
 
-    let blocked = |r: &mut sagents::lifecycle::record::ExecutionResourceRecord| {
+    let blocked = |r: &mut sagents::domain::resource::ExecutionResourceRecord| {
         activate(r);
         r.state = ResourceState::ReleaseBlocked;
     };

@@ -2,13 +2,14 @@ use std::sync::atomic::Ordering;
 
 use chrono::Duration;
 use sagents::domain::interaction::{SuspensionReason, SuspensionStatus};
+use sagents::domain::resource::ExecutionResourceRecord;
+use sagents::domain::resource::ReleasePurpose;
+use sagents::domain::resource::ResourceState;
+use sagents::domain::resource::RunEffect;
 use sagents::domain::run::{RunState, RunStatus};
-use sagents::lifecycle::machine::ResourceState;
-use sagents::lifecycle::record::ExecutionResourceRecord;
-use sagents::lifecycle::rules::ReleasePurpose;
-use sagents::providers::spec::ReleaseDisposition;
-use sagents::providers::wire::{CheckpointRef, ProviderError};
-use sagents::store::{Backend, RunEffect, StoreError};
+use sagents::domain::sandbox::ReleaseDisposition;
+use sagents::domain::sandbox::{CheckpointRef, ProviderError};
+use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{

@@ -1,5 +1,18 @@
-//! The execution-resource state machine: one record per run that has compute.
+//! The execution-resource record (one per run that has compute, never shown to a frontend),
+//! its state machine, and the units of lifecycle work the store hands the coordinator.
 
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::claim::Lease;
+use super::interaction::{Suspension, SuspensionReason};
+use super::job::Job;
+use super::run::Run;
+use super::sandbox::{
+    CheckpointRef, ProviderError, ReleaseDisposition, ResolvedSandboxSpec, SandboxRef,
+};
+use super::{JobId, RunId, SuspensionId};
 use crate::text_enum;
 
 text_enum! {
@@ -72,6 +85,124 @@ impl ResourceState {
         };
         Ok(next)
     }
+}
+
+text_enum! {
+    /// Why a release is issued; each purpose gets its own key so a forced or final terminate
+    /// is never answered with the receipt of an earlier, different release.
+    pub enum ReleasePurpose as "release purpose" {
+        /// The release that follows a suspension.
+        Suspend => "suspend",
+        /// A forced terminate after the provider reported the sandbox broken.
+        ForcedTerminate => "forced_terminate",
+        /// The run ended: no sandbox outlives its run.
+        RunEnded => "run_ended",
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ExecutionResourceRecord {
+    pub run_id: RunId,
+    /// 0 before the first bind, 1 at first bind, +1 on every attach, restore or re-provision.
+    pub generation: i64,
+    pub provider_id: String,
+    /// The provider's own generation of the compute; grants name it.
+    pub provider_generation: Option<i64>,
+    pub sandbox_ref: Option<SandboxRef>,
+    pub sandbox_spec: ResolvedSandboxSpec,
+    pub run_resolved_spec_hash: String,
+    pub state: ResourceState,
+    pub disposition: Option<ReleaseDisposition>,
+    pub sandbox_checkpoint: Option<CheckpointRef>,
+    /// A terminal provider error destroyed the sandbox checkpoint; resume fails with
+    /// `sandbox.snapshot_lost`.
+    pub checkpoint_lost: bool,
+    pub suspension_id: Option<SuspensionId>,
+    pub suspension_reason: Option<SuspensionReason>,
+    pub blocking_job_ids: Vec<JobId>,
+    pub blocking_child_run_ids: Vec<RunId>,
+    pub release_idempotency_key: Option<String>,
+    pub release_purpose: Option<ReleasePurpose>,
+    pub release_requested_at: Option<DateTime<Utc>>,
+    pub released_at: Option<DateTime<Utc>>,
+    pub compute_released: bool,
+    /// Key of the provision or restore under way; set before the provider is called, so a
+    /// run that ends meanwhile knows compute may exist.
+    pub bind_idempotency_key: Option<String>,
+    pub retry_count: i64,
+    pub next_retry_at: Option<DateTime<Utc>>,
+    /// When the coordinator should next look at this record (`None`: nothing to do).
+    pub due_at: Option<DateTime<Utc>>,
+    pub error: Option<ProviderError>,
+    /// Compare-and-set version, bumped by every write.
+    pub version: i64,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl ExecutionResourceRecord {
+    /// The record as it is created with its run: nothing bound yet, due at once.
+    pub fn provisioning(
+        run_id: RunId,
+        spec: ResolvedSandboxSpec,
+        run_resolved_spec_hash: String,
+        now: DateTime<Utc>,
+    ) -> Self {
+        ExecutionResourceRecord {
+            run_id,
+            generation: 0,
+            provider_id: spec.provider_id.clone(),
+            provider_generation: None,
+            sandbox_ref: None,
+            sandbox_spec: spec,
+            run_resolved_spec_hash,
+            state: ResourceState::Provisioning,
+            disposition: None,
+            sandbox_checkpoint: None,
+            checkpoint_lost: false,
+            suspension_id: None,
+            suspension_reason: None,
+            blocking_job_ids: vec![],
+            blocking_child_run_ids: vec![],
+            release_idempotency_key: None,
+            release_purpose: None,
+            release_requested_at: None,
+            released_at: None,
+            compute_released: false,
+            bind_idempotency_key: None,
+            retry_count: 0,
+            next_retry_at: None,
+            due_at: Some(now),
+            error: None,
+            version: 1,
+            updated_at: now,
+        }
+    }
+}
+
+/// A run whose compute needs the coordinator, leased to it with a fresh fencing token.
+#[derive(Debug, Clone)]
+pub struct LifecycleWork {
+    pub run: Run,
+    pub tenant_id: String,
+    pub lease: Lease,
+    pub record: ExecutionResourceRecord,
+    pub jobs: Vec<Job>,
+    /// Every descendant run (any depth) that has a record, with its state.
+    pub descendants: Vec<(RunId, ResourceState)>,
+    /// The run's latest suspension, if any.
+    pub suspension: Option<Suspension>,
+}
+
+/// A side effect on the run that goes with a record write, in the same transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEffect {
+    None,
+    /// Fail the run (if not already terminal) with `{code, message}`: visible, so the session
+    /// revision is bumped, its pending interaction cancelled and the event logged.
+    Fail {
+        code: String,
+        message: String,
+    },
 }
 
 #[cfg(test)]

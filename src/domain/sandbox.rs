@@ -1,9 +1,13 @@
-//! ResolvedSandboxSpec v3: what a run asks of a sandbox provider.
+//! What a run asks of a sandbox (ResolvedSandboxSpec v3) and what the service keeps of the
+//! sandbox it got: its ref, its checkpoint and the last provider error. The plugin API's wire
+//! types map to these at the provider edge, so a wire change is not a database-format change.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::validate::{self, ValidationError};
+use chrono::{DateTime, Utc};
+
+use super::validate::{self, ValidationError};
 use crate::text_enum;
 
 pub const SPEC_VERSION_V3: &str = "sagents.sandbox-spec/v3";
@@ -159,6 +163,45 @@ impl ResolvedSandboxSpec {
             .unsafe_pause_behavior
             .unwrap_or(ReleaseDisposition::Detach)
     }
+}
+
+/// The sandbox a record is bound to, as the provider named it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+pub struct SandboxRef {
+    pub sandbox_id: String,
+    pub provider_id: String,
+    pub provider_version: String,
+    pub tenant_id: String,
+    pub owner_run_id: String,
+    pub spec_hash: String,
+    pub policy_hash: String,
+}
+
+/// A sandbox's files as archived by `snapshot_and_terminate`; opaque to the service.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CheckpointRef {
+    pub checkpoint_id: String,
+    pub provider_id: String,
+    /// The sandbox the files were taken from.
+    pub sandbox_id: String,
+    /// The generation of the compute the files were taken from.
+    #[serde(default)]
+    pub generation: u64,
+    /// Size of the stored archive.
+    pub size_bytes: u64,
+    /// `sha256:` digest of the stored archive, when the provider computes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The last error a provider call ended with, as the record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ProviderError {
+    pub code: String,
+    pub category: String,
+    pub message: String,
+    pub retryable: bool,
 }
 
 #[cfg(test)]
