@@ -37,7 +37,7 @@ use std::time::Instant;
 
 use sagents::lifecycle::coordinator::Coordinator;
 use sagents::local_provider::{self, Engine};
-use sagents::providers::registry::{self, RegisterProvider};
+use sagents::service::providers::{self as registry, RegisterProvider};
 use sagents::store::{Backend, Store};
 
 use crate::db::Db;

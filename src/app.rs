@@ -11,30 +11,15 @@ use tokio::task::JoinHandle;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::domain::validate;
+use crate::http::state::AppState;
 use crate::lifecycle::clients::ProviderClients;
 use crate::lifecycle::coordinator::Coordinator;
 use crate::metrics::Metrics;
 use crate::notify::{run_pg_listener, ChangeHub};
 use crate::scheduler::{PoolConfig, WorkerPool};
-use crate::service::shutdown::{self, Shutdown, ShutdownTrigger};
+use crate::service::shutdown::{self, ShutdownTrigger};
 use crate::service::token_cache::TokenCache;
 use crate::store::{Backend, Store, StoreError};
-
-/// What every handler can reach. Cheap to clone.
-#[derive(Clone)]
-pub struct AppState {
-    pub store: Store,
-    pub config: Arc<Config>,
-    pub hub: Arc<ChangeHub>,
-    pub metrics: Arc<Metrics>,
-    pub clock: Arc<dyn Clock>,
-    pub shutdown: Shutdown,
-    pub tokens: Arc<TokenCache>,
-    /// Signs sandbox grants; the same on every replica.
-    pub grant_secret: Arc<str>,
-    /// Clients of the registered sandbox providers, shared by claims and the coordinator.
-    pub providers: Arc<ProviderClients>,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {

@@ -10,10 +10,11 @@ use utoipa_axum::routes;
 use super::auth::Admin;
 use super::error::{ApiError, Problem};
 use super::extract::PathIds;
-use crate::app::AppState;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::RunId;
-use crate::store::{LifecycleMetrics, StoreError};
+use crate::http::state::AppState;
+use crate::metrics::LifecycleMetrics;
+use crate::store::StoreError;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

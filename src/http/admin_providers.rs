@@ -11,8 +11,8 @@ use utoipa_axum::routes;
 use super::auth::Admin;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, CheckContext, Command};
-use crate::app::AppState;
-use crate::providers::registry::{
+use crate::http::state::AppState;
+use crate::service::providers::{
     self, ProviderInfo, RegisterProvider, RegistryError, RegistryErrorClass,
 };
 
@@ -68,7 +68,7 @@ async fn register_provider(
     _admin: Admin,
     ApiJson(cmd): ApiJson<RegisterProvider>,
 ) -> Result<(StatusCode, Json<ProviderInfo>), ApiError> {
-    let info = registry::register_provider(&state.store, &cmd).await?;
+    let info = providers::register_provider(&state.store, &cmd).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
 
@@ -84,6 +84,6 @@ async fn list_providers(
     _admin: Admin,
 ) -> Result<Json<ProviderList>, ApiError> {
     Ok(Json(ProviderList {
-        providers: registry::list_providers(&state.store).await?,
+        providers: providers::list_providers(&state.store).await?,
     }))
 }

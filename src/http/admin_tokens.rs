@@ -11,9 +11,9 @@ use utoipa_axum::routes;
 use super::auth::Admin;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, CheckContext, Command, PathIds};
-use crate::app::AppState;
 use crate::domain::token::{Role, TokenInfo};
 use crate::domain::TokenId;
+use crate::http::state::AppState;
 use crate::service::tokens::tenant_for;
 
 pub fn router() -> OpenApiRouter<AppState> {

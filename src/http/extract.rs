@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
 use super::strict::Strict;
-use crate::app::AppState;
 use crate::domain::ids::IdParseError;
+use crate::http::state::AppState;
 
 /// What a command's checks may need besides the command itself.
 #[derive(Debug, Clone, Copy)]

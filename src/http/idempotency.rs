@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use super::auth;
 use super::error::ApiError;
 use super::extract::read_body;
-use crate::app::AppState;
+use crate::http::state::AppState;
 use crate::store::{IdempotencyBegin, Store};
 
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");

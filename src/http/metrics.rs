@@ -7,7 +7,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::Admin;
-use crate::app::AppState;
+use crate::http::state::AppState;
 use crate::metrics::render_lifecycle_gauges;
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -21,6 +21,7 @@ pub mod runs;
 pub mod runtime;
 pub mod serve;
 pub mod sessions;
+pub mod state;
 pub mod strict;
 
 use axum::extract::DefaultBodyLimit;
@@ -32,7 +33,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::app::AppState;
+use crate::http::state::AppState;
 use layers::RequestSpan;
 use openapi::ApiDoc;
 

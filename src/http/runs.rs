@@ -10,10 +10,10 @@ use utoipa_axum::routes;
 use super::auth::{Frontend, Runtime};
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, PathIds};
-use crate::app::AppState;
 use crate::domain::commands::{CompleteRun, ConfirmResumed, CreateRun, FailRun, SuspendRun};
 use crate::domain::run::Run;
 use crate::domain::{RunId, SessionId};
+use crate::http::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

@@ -13,10 +13,10 @@ use utoipa_axum::routes;
 use super::auth::Runtime;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, PathIds};
-use crate::app::AppState;
 use crate::domain::claim::ClaimResponse;
 use crate::domain::commands::{ClaimRequest, Heartbeat};
 use crate::domain::LeaseId;
+use crate::http::state::AppState;
 use crate::service::claims::{claim, ClaimWait};
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -15,11 +15,11 @@ use super::auth::Frontend;
 use super::commands::check_wait;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, ApiQuery, IfNoneMatch, PathIds};
-use crate::app::AppState;
 use crate::domain::commands::CreateSession;
 use crate::domain::session::Session;
 use crate::domain::snapshot::{etag_for, Snapshot};
 use crate::domain::SessionId;
+use crate::http::state::AppState;
 use crate::service::snapshot::{read_snapshot, SnapshotOutcome, SnapshotRead};
 use crate::store::SessionEvent;
 

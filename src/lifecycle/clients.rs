@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::outcome;
 use crate::providers::client::{ProviderCallError, ProviderClient};
-use crate::providers::registry;
+use crate::service::providers;
 use crate::store::Store;
 
 /// How long a client is reused before its registration is read again.
@@ -49,7 +49,7 @@ impl ProviderClients {
             .ok_or_else(|| {
                 ProviderCallError::Config(format!("provider `{provider_id}` is not registered"))
             })?;
-        let client = registry::client_for(&record)?;
+        let client = providers::client_for(&record)?;
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache.insert(
             provider_id.to_owned(),

@@ -1,6 +1,7 @@
 //! Use cases that are more than one store call: long-polls, token rules, shared caches.
 
 pub mod claims;
+pub mod providers;
 pub mod shutdown;
 pub mod snapshot;
 pub mod token_cache;

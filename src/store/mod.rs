@@ -42,7 +42,6 @@ pub use events::SessionEvent;
 pub use idempotency::IdempotencyBegin;
 pub use interactions::ReplyOutcome;
 pub use providers::ProviderRecord;
-pub use resources::LifecycleMetrics;
 
 pub type StoreResult<T> = Result<T, StoreError>;
 

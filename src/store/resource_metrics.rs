@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use super::resources::LifecycleMetrics;
 use super::rows;
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::resource::ResourceState;
+use crate::metrics::LifecycleMetrics;
 
 /// The quantiles are taken over this many of the most recent releases.
 const LATENCY_WINDOW: i64 = 10_000;

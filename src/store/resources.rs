@@ -4,9 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-use utoipa::ToSchema;
 
 use super::dialect::DueRuns;
 use super::leases::{lease_expiry, MAX_CLAIMS};
@@ -20,32 +18,6 @@ use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::{LifecycleWork, RunEffect};
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::{LeaseId, RunId};
-
-/// The operator's view of the lifecycle (never changes anything a user sees).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct LifecycleMetrics {
-    /// Records `active`.
-    pub active_sandboxes: i64,
-    /// Records `release_blocked`.
-    pub retained_sandboxes: i64,
-    /// `release_blocked` + `release_requested` + `release_failed`.
-    pub pending_releases: i64,
-    /// Records `release_failed`.
-    pub release_failure_count: i64,
-    /// Sum of `retry_count` over all records.
-    pub release_retry_count: i64,
-    /// Age of the oldest `release_blocked` record (0 when none).
-    pub max_blocked_age_seconds: f64,
-    /// Mean of `released_at − release_requested_at` over released records (0 when none).
-    pub average_release_latency_seconds: f64,
-    /// Quantiles of the same latency over the most recent 10,000 releases.
-    pub release_latency_p50_seconds: f64,
-    pub release_latency_p95_seconds: f64,
-    pub release_latency_p99_seconds: f64,
-    /// Records in each state, by state name.
-    pub records_by_state: std::collections::BTreeMap<String, i64>,
-    pub generated_at: DateTime<Utc>,
-}
 
 impl Store {
     /// Claims up to `max` runs whose record is due (`due_at <= now`) and whose run has no live

@@ -11,10 +11,11 @@ use reqwest::{Method, RequestBuilder, Response};
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
-use sagents::app::{AppError, AppState, Application};
+use sagents::app::{AppError, Application};
 use sagents::clock::{Clock, ManualClock, SystemClock};
 use sagents::config::Config;
 use sagents::domain::token::Role;
+use sagents::http::state::AppState;
 use sagents::service::shutdown::ShutdownTrigger;
 use sagents::store::{Backend, Store};
 

@@ -12,8 +12,8 @@ use axum::routing::any;
 use axum::{Json, Router};
 use sagents::domain::sandbox::ReleaseDisposition as D;
 use sagents::providers::client::UncertainKind;
-use sagents::providers::registry::{self, RegistryError};
 use sagents::providers::wire::{SandboxRef, SandboxState};
+use sagents::service::providers::{self as registry, RegistryError};
 
 use super::*;
 

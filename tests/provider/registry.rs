@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::routing::get;
 use axum::{Json, Router};
 use sagents::clock::SystemClock;
-use sagents::providers::registry::{
+use sagents::service::providers::{
     list_providers, register_provider, RegisterProvider, RegistryError,
 };
 use sagents::store::Backend;
@@ -56,7 +56,7 @@ async fn a_v3_provider_is_registered_and_listed_without_its_token(backend: Backe
     assert!(!json.contains("provider-secret"), "{json}");
     // The stored token is the one the provider accepts.
     let record = store.get_provider("local-1").await.unwrap().unwrap();
-    let client = sagents::providers::registry::client_for(&record).unwrap();
+    let client = sagents::service::providers::client_for(&record).unwrap();
     assert!(client.capabilities(&Default::default()).await.is_ok());
     // A wrong token is found out at registration.
     let wrong = RegisterProvider {

@@ -2,7 +2,8 @@ use std::collections::BTreeMap;
 
 use chrono::Duration;
 use sagents::domain::resource::ResourceState;
-use sagents::store::{Backend, LifecycleMetrics};
+use sagents::metrics::LifecycleMetrics;
+use sagents::store::Backend;
 
 use super::{activate, due_sandbox_runs, register, release, save_and_release};
 use crate::store::fx;

@@ -5,9 +5,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::client::{CallOptions, ProviderCallError, ProviderClient};
-use super::wire::{Capabilities, API_VERSION_V3, CAPABILITY_SANDBOX};
 use crate::domain::validate::{self, ValidationError};
+use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient};
+use crate::providers::wire::{Capabilities, API_VERSION_V3, CAPABILITY_SANDBOX};
 use crate::store::{ProviderRecord, Store, StoreError};
 
 /// `POST /v1/admin/providers`.

@@ -1,0 +1,28 @@
+//! What every handler can reach.
+
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::lifecycle::clients::ProviderClients;
+use crate::metrics::Metrics;
+use crate::notify::ChangeHub;
+use crate::service::shutdown::Shutdown;
+use crate::service::token_cache::TokenCache;
+use crate::store::Store;
+
+/// What every handler can reach. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub config: Arc<Config>,
+    pub hub: Arc<ChangeHub>,
+    pub metrics: Arc<Metrics>,
+    pub clock: Arc<dyn Clock>,
+    pub shutdown: Shutdown,
+    pub tokens: Arc<TokenCache>,
+    /// Signs sandbox grants; the same on every replica.
+    pub grant_secret: Arc<str>,
+    /// Clients of the registered sandbox providers, shared by claims and the coordinator.
+    pub providers: Arc<ProviderClients>,
+}
