@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 
 use super::interaction::Checkpoint;
 use super::run::Run;
+use super::sandbox::SandboxRef;
 use super::LeaseId;
 use crate::text_enum;
 
@@ -33,8 +34,7 @@ pub struct ExpectedHashes {
 /// What a sandbox-backed claim carries so the runtime can operate in its sandbox.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ClaimSandbox {
-    #[schema(value_type = Object)]
-    pub r#ref: serde_json::Value,
+    pub r#ref: SandboxRef,
     pub generation: i64,
     pub grant: String,
     /// The provider's generation of the compute, which the grant names (internal).

@@ -189,6 +189,11 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict { code, message } => {
                 ApiError::new(StatusCode::CONFLICT, code, message)
             }
+            StoreError::VersionConflict { .. } => ApiError::new(
+                StatusCode::CONFLICT,
+                "resource.version_conflict",
+                e.to_string(),
+            ),
             StoreError::Invalid(v) => v.into(),
             StoreError::PolicyStale(message) => {
                 ApiError::new(StatusCode::CONFLICT, "sandbox.policy_stale", message)

@@ -11,7 +11,7 @@ use calls::call_status;
 
 use super::clients::ProviderClients;
 use super::outcome::{self, BindKind, Next};
-use super::plan::{plan, Action, PlanInput};
+use super::plan::{self, plan, Action, PlanInput};
 use crate::domain::interaction::{Suspension, SuspensionReason};
 use crate::domain::job::Job;
 use crate::domain::resource::ExecutionResourceRecord;
@@ -167,10 +167,9 @@ impl Coordinator {
         }
         match result {
             Err(CoordinatorError::Store(StoreError::LeaseLost)) => Ok(Processed::Superseded),
-            Err(CoordinatorError::Store(StoreError::Conflict {
-                code: "resource.version_conflict",
-                ..
-            })) => Ok(Processed::Superseded),
+            Err(CoordinatorError::Store(StoreError::VersionConflict { .. })) => {
+                Ok(Processed::Superseded)
+            }
             other => other,
         }
     }
@@ -206,8 +205,7 @@ impl Coordinator {
         match action {
             Action::Idle => {
                 if w.record.due_at.is_some() {
-                    let record = outcome::idle(w.record.clone());
-                    self.save(w, record, RunEffect::None).await?;
+                    self.save(w, w.record.clone(), RunEffect::None).await?;
                 }
                 Ok(Step::Stop(Processed::Settled))
             }
@@ -240,9 +238,7 @@ impl Coordinator {
     /// Waits for a retry that is not due yet: the record becomes due when it is.
     async fn defer(&self, w: &mut Work) -> Result<Step, CoordinatorError> {
         if w.record.due_at != w.record.next_retry_at {
-            let mut record = w.record.clone();
-            record.due_at = record.next_retry_at;
-            self.save(w, record, RunEffect::None).await?;
+            self.save(w, w.record.clone(), RunEffect::None).await?;
         }
         Ok(Step::Stop(Processed::Settled))
     }
@@ -320,7 +316,7 @@ impl Coordinator {
             return self.defer(w).await;
         }
         if kind != BindKind::Attach {
-            let intent = outcome::begin_bind(w.record.clone(), kind, now)?;
+            let intent = outcome::begin_bind(w.record.clone(), kind)?;
             if intent != w.record {
                 self.save(w, intent, RunEffect::None).await?;
             }
@@ -353,20 +349,9 @@ impl Coordinator {
     /// Writes an outcome, deciding first whether the record is due again now: level-triggered,
     /// so a crash right after this write leaves the next step to whoever claims the run.
     async fn commit(&self, w: &mut Work, next: Next) -> Result<Step, CoordinatorError> {
-        let Next { mut record, effect } = next;
+        let Next { record, effect } = next;
         let fails = matches!(effect, RunEffect::Fail { .. }) && !w.run.state.is_terminal();
-        let run_state = if fails { RunState::Failed } else { w.run.state };
         let now = self.now();
-        if !waiting_for_retry(&record, now) {
-            record.due_at = match w.plan(&record, run_state) {
-                Action::Idle => None,
-                Action::Block { .. } if record.state == ResourceState::ReleaseBlocked => None,
-                // A sandbox just bound for a resuming run is what the runtime waits for; attaching
-                // again would only bump the generation.
-                Action::Attach if record.state == ResourceState::Active => None,
-                _ => Some(now),
-            };
-        }
         self.save(w, record, effect).await?;
         if fails {
             w.run.state = RunState::Failed;
@@ -378,12 +363,16 @@ impl Coordinator {
         }
     }
 
+    /// Every record write goes through here, and asks the plan when the record is due next.
     async fn save(
         &self,
         w: &mut Work,
-        record: ExecutionResourceRecord,
+        mut record: ExecutionResourceRecord,
         effect: RunEffect,
     ) -> Result<(), CoordinatorError> {
+        let fails = matches!(effect, RunEffect::Fail { .. }) && !w.run.state.is_terminal();
+        let run_state = if fails { RunState::Failed } else { w.run.state };
+        record.due_at = plan::due_at(&record, &w.plan(&record, run_state), self.now());
         let saved = self
             .store
             .save_resource(&w.run.id, w.token, &record, effect)
@@ -404,8 +393,7 @@ impl Coordinator {
     ) -> Result<Step, CoordinatorError> {
         tracing::error!(error = %e, "the plan asked for a transition the state machine refuses");
         let mut record = w.record.clone();
-        let at = self.now() + chrono::Duration::seconds(60);
-        record.due_at = Some(at);
+        record.next_retry_at = Some(self.now() + chrono::Duration::seconds(60));
         record.error = Some(crate::domain::sandbox::ProviderError {
             code: "resource.invalid_transition".into(),
             category: "internal".into(),

@@ -120,7 +120,6 @@ fn schedule_retry(
         .unwrap_or(now);
     let at = crate::clock::truncate_ms(at);
     record.next_retry_at = Some(at);
-    record.due_at = Some(at);
     record.error = Some(error);
 }
 
@@ -129,19 +128,12 @@ fn clear_retry(record: &mut ExecutionResourceRecord) {
     record.next_retry_at = None;
 }
 
-/// Nothing to do now.
-pub fn idle(mut record: ExecutionResourceRecord) -> ExecutionResourceRecord {
-    record.due_at = None;
-    record
-}
-
 /// The run ended before any provision or restore was attempted: no compute exists.
 pub fn abandon(mut record: ExecutionResourceRecord) -> OutcomeResult<ExecutionResourceRecord> {
     record.state = record.state.next(ResourceEvent::Abandon)?;
     record.bind_idempotency_key = None;
     record.compute_released = false;
     clear_retry(&mut record);
-    record.due_at = None;
     Ok(record)
 }
 
@@ -162,7 +154,6 @@ pub fn block(
         record.suspension_id = Some(id.clone());
         record.suspension_reason = Some(reason);
     }
-    record.due_at = None;
     Ok(record)
 }
 
@@ -200,7 +191,6 @@ pub fn begin_release(
     record.blocking_child_run_ids.clear();
     record.error = None;
     clear_retry(&mut record);
-    record.due_at = Some(now);
     Ok(record)
 }
 
@@ -236,7 +226,6 @@ pub fn release_answered(
         record.error = None;
     }
     clear_retry(&mut record);
-    record.due_at = None;
     Ok(record)
 }
 
@@ -285,7 +274,6 @@ pub fn release_failed(
 pub fn begin_bind(
     mut record: ExecutionResourceRecord,
     kind: BindKind,
-    now: DateTime<Utc>,
 ) -> OutcomeResult<ExecutionResourceRecord> {
     if record.state == ResourceState::Released {
         record.state = record.state.next(ResourceEvent::RestoreDue)?;
@@ -295,7 +283,6 @@ pub fn begin_bind(
     let key = bind_idempotency_key(&record, kind);
     if record.bind_idempotency_key.as_deref() != Some(key.as_str()) {
         record.bind_idempotency_key = Some(key);
-        record.due_at = Some(now);
     }
     Ok(record)
 }
@@ -327,7 +314,6 @@ pub fn bind_succeeded(
     record.compute_released = false;
     record.error = None;
     clear_retry(&mut record);
-    record.due_at = None;
     Ok(record)
 }
 
@@ -356,7 +342,6 @@ pub fn bind_failed(
     record = match kind {
         BindKind::Attach => {
             clear_retry(&mut record);
-            record.due_at = Some(now);
             record
         }
         BindKind::Provision | BindKind::Restore => abandon(record)?,
@@ -366,11 +351,10 @@ pub fn bind_failed(
 }
 
 /// The sandbox checkpoint is gone: the resuming run fails instead of hanging.
-pub fn snapshot_lost(mut record: ExecutionResourceRecord) -> Next {
+pub fn snapshot_lost(record: ExecutionResourceRecord) -> Next {
     let message = "the sandbox checkpoint was lost when the provider reported the sandbox \
                    broken; the run cannot resume"
         .to_string();
-    record.due_at = None;
     Next {
         record,
         effect: RunEffect::Fail {

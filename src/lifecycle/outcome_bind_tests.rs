@@ -4,18 +4,16 @@ use super::*;
 
 #[test]
 fn binding_writes_a_deterministic_key_first() {
-    let t = now();
     let mut fresh = record(ResourceState::Provisioning);
     fresh.generation = 0;
     fresh.sandbox_ref = None;
     fresh.due_at = None;
-    let intent = begin_bind(fresh.clone(), BindKind::Provision, t).unwrap();
+    let intent = begin_bind(fresh.clone(), BindKind::Provision).unwrap();
     assert_eq!(intent.state, ResourceState::Provisioning);
     let key = format!("{}:g1:provision", fresh.run_id);
     assert_eq!(intent.bind_idempotency_key.as_deref(), Some(key.as_str()));
-    assert_eq!(intent.due_at, Some(t));
     assert_eq!(
-        begin_bind(intent.clone(), BindKind::Provision, t).unwrap(),
+        begin_bind(intent.clone(), BindKind::Provision).unwrap(),
         intent,
         "a retry changes nothing"
     );
@@ -23,19 +21,19 @@ fn binding_writes_a_deterministic_key_first() {
     let mut released = record(ResourceState::Released);
     released.disposition = Some(ReleaseDisposition::SnapshotAndTerminate);
     released.sandbox_checkpoint = Some(checkpoint());
-    let restore = begin_bind(released.clone(), BindKind::Restore, t).unwrap();
+    let restore = begin_bind(released.clone(), BindKind::Restore).unwrap();
     assert_eq!(restore.state, ResourceState::RestoreRequested);
     assert_eq!(
         restore.bind_idempotency_key,
         Some(format!("{}:g2:restore", released.run_id))
     );
     assert_eq!(restore.sandbox_checkpoint, Some(checkpoint()));
-    let reprovision = begin_bind(released.clone(), BindKind::Provision, t).unwrap();
+    let reprovision = begin_bind(released.clone(), BindKind::Provision).unwrap();
     assert_eq!(
         reprovision.bind_idempotency_key,
         Some(format!("{}:g2:provision", released.run_id))
     );
-    assert!(begin_bind(record(ResourceState::ReleaseFailed), BindKind::Restore, t).is_err());
+    assert!(begin_bind(record(ResourceState::ReleaseFailed), BindKind::Restore).is_err());
 }
 
 #[test]
@@ -53,7 +51,6 @@ fn a_ready_sandbox_is_the_next_generation_with_everything_cleared() {
             r
         },
         BindKind::Restore,
-        t,
     )
     .unwrap();
     r = bind_failed(r, BindKind::Restore, &recoverable(), t, 0.0)
@@ -70,7 +67,6 @@ fn a_ready_sandbox_is_the_next_generation_with_everything_cleared() {
     assert_eq!(done.provider_generation, Some(5));
     assert_eq!(done.sandbox_ref, Some(sandbox_ref("sbx_2")));
     assert_eq!(done.bind_idempotency_key, None);
-    assert_eq!(done.due_at, None);
     assert_eq!(done.retry_count, 0);
     assert_eq!(done.next_retry_at, None);
     assert_eq!(done.error, None);
@@ -102,7 +98,7 @@ fn a_ready_sandbox_is_the_next_generation_with_everything_cleared() {
 #[test]
 fn retryable_bind_failures_stay_and_back_off() {
     let t = now();
-    let r = begin_bind(record(ResourceState::Provisioning), BindKind::Provision, t).unwrap();
+    let r = begin_bind(record(ResourceState::Provisioning), BindKind::Provision).unwrap();
     let key = r.bind_idempotency_key.clone();
     let next = bind_failed(r, BindKind::Provision, &recoverable(), t, 0.0).unwrap();
     assert_eq!(next.effect, RunEffect::None);
@@ -121,12 +117,11 @@ fn retryable_bind_failures_stay_and_back_off() {
 #[test]
 fn final_bind_failures_fail_the_run_and_leave_no_compute_behind() {
     let t = now();
-    let r = begin_bind(record(ResourceState::Provisioning), BindKind::Provision, t).unwrap();
+    let r = begin_bind(record(ResourceState::Provisioning), BindKind::Provision).unwrap();
     let next = bind_failed(r, BindKind::Provision, &refused(), t, 0.0).unwrap();
     assert_eq!(next.record.state, ResourceState::Released);
     assert!(!next.record.compute_released, "nothing was ever released");
     assert_eq!(next.record.bind_idempotency_key, None);
-    assert_eq!(next.record.due_at, None);
     assert_eq!(next.record.error, Some(refused().to_provider_error()));
     assert!(matches!(
         next.effect,
@@ -135,7 +130,7 @@ fn final_bind_failures_fail_the_run_and_leave_no_compute_behind() {
 
     let mut released = record(ResourceState::Released);
     released.sandbox_checkpoint = Some(checkpoint());
-    let r = begin_bind(released, BindKind::Restore, t).unwrap();
+    let r = begin_bind(released, BindKind::Restore).unwrap();
     let next = bind_failed(r, BindKind::Restore, &terminal(), t, 0.0).unwrap();
     assert_eq!(next.record.state, ResourceState::Released);
     assert!(matches!(
@@ -150,7 +145,6 @@ fn final_bind_failures_fail_the_run_and_leave_no_compute_behind() {
         ResourceState::ReleaseBlocked,
         "the sandbox may still run: it stays due to be terminated"
     );
-    assert_eq!(next.record.due_at, Some(t));
     assert!(matches!(
         next.effect,
         RunEffect::Fail { ref code, .. } if code == "sandbox.attach_failed"
@@ -163,7 +157,6 @@ fn a_lost_snapshot_fails_the_run() {
     r.checkpoint_lost = true;
     let next = snapshot_lost(r.clone());
     assert_eq!(next.record.state, ResourceState::Released);
-    assert_eq!(next.record.due_at, None);
     match next.effect {
         RunEffect::Fail { code, message } => {
             assert_eq!(code, SNAPSHOT_LOST);
@@ -198,7 +191,6 @@ fn blocking_records_the_blockers_disposition_and_suspension() {
         Some(ReleaseDisposition::SnapshotAndTerminate)
     );
     assert_eq!(r.suspension_id, Some(sus));
-    assert_eq!(r.due_at, None);
     assert!(!r.compute_released);
 
     let fewer = block(
@@ -242,7 +234,5 @@ fn abandoning_is_only_for_records_without_compute() {
     let r = abandon(record(ResourceState::Provisioning)).unwrap();
     assert_eq!(r.state, ResourceState::Released);
     assert!(!r.compute_released);
-    assert_eq!(r.due_at, None);
     assert!(abandon(record(ResourceState::Active)).is_err());
-    assert_eq!(idle(record(ResourceState::Active)).due_at, None);
 }

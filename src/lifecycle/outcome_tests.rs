@@ -185,7 +185,6 @@ fn a_release_starts_by_writing_its_key_and_purpose() {
         r.suspension_reason,
         Some(SuspensionReason::ApprovalRequired)
     );
-    assert_eq!(r.due_at, Some(t));
     assert!(!r.compute_released);
 
     let mut blocked = record(ResourceState::ReleaseBlocked);
@@ -241,7 +240,6 @@ fn a_release_re_issued_for_an_ended_run_gets_its_own_key_and_keeps_its_start() {
         "compute was asked back at t"
     );
     assert_eq!((r.retry_count, r.next_retry_at), (0, None));
-    assert_eq!(r.due_at, Some(later));
 }
 
 #[test]
@@ -266,7 +264,6 @@ fn a_consistent_snapshot_receipt_releases_and_keeps_the_checkpoint() {
     assert_eq!(done.retry_count, 0);
     assert_eq!(done.next_retry_at, None);
     assert_eq!(done.error, None);
-    assert_eq!(done.due_at, None);
     assert_eq!(done.release_idempotency_key, key);
 }
 
@@ -325,7 +322,6 @@ fn retryable_release_failures_back_off_with_the_same_key() {
         assert_eq!(r.retry_count, n as i64 + 1);
         let delay = Duration::seconds(1 << n);
         assert_eq!(r.next_retry_at, Some(t + delay));
-        assert_eq!(r.due_at, r.next_retry_at);
         assert_eq!(r.release_idempotency_key, key);
         assert_eq!(r.error, Some(err.to_provider_error()));
         assert!(!r.checkpoint_lost);
@@ -365,7 +361,6 @@ fn a_terminal_error_forces_a_terminate_under_a_new_key_and_loses_the_snapshot() 
         );
         assert!(forced.checkpoint_lost);
         assert_eq!(forced.sandbox_checkpoint, None);
-        assert_eq!(forced.due_at, Some(t), "due at once");
         assert_eq!(forced.retry_count, 0);
         assert_eq!(forced.release_requested_at, Some(requested));
         assert_eq!(forced.error, Some(err.to_provider_error()));

@@ -1,6 +1,8 @@
 //! What the coordinator does next for a run, derived from the run's state and its record
 //! alone (level-triggered): a restart needs no recovery beyond expired leases.
 
+use chrono::{DateTime, Utc};
+
 use super::rules::{self, Blockers, ResumePlan};
 use crate::domain::interaction::SuspensionReason;
 use crate::domain::job::Job;
@@ -120,6 +122,27 @@ pub fn plan(input: &PlanInput<'_>) -> Action {
         S::RestoreRequested => Action::Provision {
             fresh_after_release: true,
         },
+    }
+}
+
+/// When the coordinator should next look at `record`, given the plan's next action for it:
+/// the one rule for `due_at`. A pending retry waits for its time; a record the plan has
+/// nothing to do for (idle, blocked, or a sandbox just bound for a resuming run that the
+/// runtime now waits for) is not due; anything else is due now.
+pub fn due_at(
+    record: &ExecutionResourceRecord,
+    next: &Action,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    if let Some(at) = record.next_retry_at.filter(|at| *at > now) {
+        return Some(at);
+    }
+    let bound = record.state == ResourceState::Active && record.bind_idempotency_key.is_none();
+    match next {
+        Action::Idle => None,
+        Action::Block { .. } if record.state == ResourceState::ReleaseBlocked => None,
+        Action::Attach if bound => None,
+        _ => Some(now),
     }
 }
 
@@ -434,6 +457,61 @@ mod tests {
             Action::Provision {
                 fresh_after_release: true
             }
+        );
+    }
+
+    #[test]
+    fn due_at_follows_the_plan_and_waits_for_a_pending_retry() {
+        let now = Utc::now();
+        let due = |r: &ExecutionResourceRecord, run: RunState| {
+            due_at(
+                r,
+                &plan_for(run, r, &[], Some(SuspensionReason::ApprovalRequired)),
+                now,
+            )
+        };
+        let active = record(ResourceState::Active, WorkspaceMode::Isolated);
+        assert_eq!(due(&active, RunState::Running), None, "idle");
+        assert_eq!(
+            due(&active, RunState::Suspended),
+            Some(now),
+            "a release to start"
+        );
+        assert_eq!(
+            due(&active, RunState::Resuming),
+            None,
+            "bound: the runtime's turn"
+        );
+        let mut attaching = active.clone();
+        attaching.bind_idempotency_key = Some("k".into());
+        assert_eq!(
+            due(&attaching, RunState::Resuming),
+            Some(now),
+            "an attach under way"
+        );
+        let mut failed = record(ResourceState::ReleaseFailed, WorkspaceMode::Isolated);
+        failed.disposition = Some(ReleaseDisposition::SnapshotAndTerminate);
+        failed.next_retry_at = Some(now + chrono::Duration::seconds(4));
+        assert_eq!(due(&failed, RunState::Suspended), failed.next_retry_at);
+        failed.next_retry_at = Some(now - chrono::Duration::seconds(1));
+        assert_eq!(
+            due(&failed, RunState::Suspended),
+            Some(now),
+            "a retry whose time came"
+        );
+        let mut blocked = record(ResourceState::ReleaseBlocked, WorkspaceMode::Isolated);
+        blocked.disposition = Some(ReleaseDisposition::Detach);
+        let detach = plan_for(
+            RunState::Suspended,
+            &blocked,
+            &[],
+            Some(SuspensionReason::PolicyHold),
+        );
+        assert!(matches!(detach, Action::Block { .. }));
+        assert_eq!(
+            due_at(&blocked, &detach, now),
+            None,
+            "blocked: woken by events"
         );
     }
 }

@@ -43,11 +43,6 @@ pub fn job_blocks_release(job: &Job) -> bool {
         && !job.state.is_finished()
 }
 
-/// Jobs to cancel when their run suspends.
-pub fn job_cancelled_on_pause(job: &Job) -> bool {
-    job.pause_behavior == PauseBehavior::Cancel && !job.state.is_finished()
-}
-
 /// `descendants`: every descendant run (any depth) that has a record, with that record's state.
 pub fn blockers(
     disposition: ReleaseDisposition,
@@ -217,16 +212,6 @@ mod tests {
             Sandbox,
             Continue,
             JobState::Completed
-        )));
-        assert!(job_cancelled_on_pause(&job(
-            External,
-            Cancel,
-            JobState::Running
-        )));
-        assert!(!job_cancelled_on_pause(&job(
-            Sandbox,
-            Cancel,
-            JobState::Failed
         )));
     }
 

@@ -102,15 +102,6 @@ pub enum ProviderCallError {
 }
 
 impl ProviderCallError {
-    pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            ProviderCallError::Recoverable { .. }
-                | ProviderCallError::Uncertain { .. }
-                | ProviderCallError::Unreachable(_)
-        )
-    }
-
     /// The error as the `{code, category, message, retryable}` shape records keep.
     pub fn to_provider_error(&self) -> StoredError {
         match self {

@@ -64,12 +64,12 @@ pub fn with_grants(mut claims: Vec<Claim>, secret: &[u8]) -> Vec<Claim> {
         let Some(sandbox) = claim.sandbox.as_mut() else {
             continue;
         };
-        let sandbox_id = sandbox.r#ref.get("sandbox_id").and_then(|v| v.as_str());
         let generation = sandbox.grant_generation.unwrap_or(sandbox.generation);
-        let (Some(sandbox_id), Ok(generation)) = (sandbox_id, u64::try_from(generation)) else {
-            tracing::error!(run_id = %claim.run.id, "a claimed sandbox has no usable ref");
+        let Ok(generation) = u64::try_from(generation) else {
+            tracing::error!(run_id = %claim.run.id, "a claimed sandbox has a negative generation");
             continue;
         };
+        let sandbox_id = &sandbox.r#ref.sandbox_id;
         sandbox.grant = grant::mint(secret, sandbox_id, generation, expires_at).token;
     }
     claims
@@ -80,6 +80,7 @@ mod tests {
     use super::*;
     use crate::domain::claim::{ClaimKind, ClaimSandbox, ExpectedHashes, Lease};
     use crate::domain::run::{Run, RunState};
+    use crate::domain::sandbox::SandboxRef;
     use crate::domain::{LeaseId, RunId, SessionId};
     use chrono::Utc;
 
@@ -118,7 +119,15 @@ mod tests {
 
     fn sandbox(generation: i64, grant_generation: Option<i64>) -> ClaimSandbox {
         ClaimSandbox {
-            r#ref: serde_json::json!({ "sandbox_id": "sbx_1", "provider_id": "local" }),
+            r#ref: SandboxRef {
+                sandbox_id: "sbx_1".into(),
+                provider_id: "local".into(),
+                provider_version: "0.1.0".into(),
+                tenant_id: "acme".into(),
+                owner_run_id: "run_1".into(),
+                spec_hash: format!("sha256:{}", "1".repeat(64)),
+                policy_hash: format!("sha256:{}", "2".repeat(64)),
+            },
             generation,
             grant: String::new(),
             grant_generation,

@@ -12,6 +12,9 @@ pub enum StoreError {
     /// The request is valid but conflicts with the current state (HTTP 409).
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// The execution-resource record moved on since it was read (compare-and-set failed).
+    #[error("the execution resource is at version {current}, not {expected}")]
+    VersionConflict { current: i64, expected: i64 },
     /// A field refers to something that does not fit (HTTP 422 naming the field).
     #[error(transparent)]
     Invalid(#[from] ValidationError),

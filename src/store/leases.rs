@@ -453,8 +453,9 @@ impl Store {
         else {
             return Ok(None);
         };
-        let sandbox_ref = serde_json::to_value(&record.sandbox_ref)
-            .map_err(|e| StoreError::Database(sqlx::Error::Encode(Box::new(e))))?;
+        let Some(sandbox_ref) = record.sandbox_ref else {
+            return Ok(None);
+        };
         Ok(Some(ClaimSandbox {
             r#ref: sandbox_ref,
             generation: record.generation,

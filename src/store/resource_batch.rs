@@ -79,13 +79,12 @@ impl Store {
                     Some(self.lease_lost())
                 }
                 (_, None) => Some(StoreError::NotFound("execution_resource")),
-                (_, Some(cur)) if cur.version != item.record.version => Some(StoreError::conflict(
-                    "resource.version_conflict",
-                    format!(
-                        "the execution resource is at version {}, not {}",
-                        cur.version, item.record.version
-                    ),
-                )),
+                (_, Some(cur)) if cur.version != item.record.version => {
+                    Some(StoreError::VersionConflict {
+                        current: cur.version,
+                        expected: item.record.version,
+                    })
+                }
                 _ => None,
             });
         }

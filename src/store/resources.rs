@@ -67,7 +67,7 @@ impl Store {
     /// Writes `record` (every mutable field) if the run's lease is still held with
     /// `fencing_token` and the stored `version` still equals `record.version`, bumping the
     /// version. `LeaseLost` (counted in `fenced_rejections`) or `Conflict`
-    /// `resource.version_conflict` otherwise, writing nothing. Never touches the session
+    /// `VersionConflict` otherwise, writing nothing. Never touches the session
     /// revision or the run's visible fields, except through `effect`. Logs a lifecycle event
     /// when the state changes; when the record becomes `released`, every ancestor record
     /// that is `release_blocked` becomes due; publishes work when the record is due or

@@ -19,7 +19,7 @@ both!(an_isolated_run_is_released_on_suspend_and_restored_on_resume);
 /// Runs `script` in the claimed sandbox with a grant for its generation.
 async fn sh(lx: &Lx, claim: &Claim, script: &str) -> String {
     let sandbox = claim.sandbox.as_ref().expect("a sandbox-backed claim");
-    let sandbox_id = sandbox.r#ref["sandbox_id"].as_str().unwrap();
+    let sandbox_id = sandbox.r#ref.sandbox_id.as_str();
     let token = grant::mint(
         GRANT_SECRET.as_bytes(),
         sandbox_id,
@@ -73,7 +73,7 @@ async fn an_isolated_run_is_released_on_suspend_and_restored_on_resume(backend: 
     assert_eq!(claim.kind, ClaimKind::Start);
     let sandbox = claim.sandbox.clone().unwrap();
     assert_eq!(sandbox.generation, 1);
-    assert_eq!(sandbox.r#ref["sandbox_id"], first.as_str());
+    assert_eq!(sandbox.r#ref.sandbox_id, first.as_str());
     let pid: i32 = sh(
         &lx,
         &claim,

@@ -128,10 +128,7 @@ async fn a_replica_that_dies_mid_release_is_taken_over_and_nothing_is_done_twice
         matches!(ended, Err(ref e) if e.to_string().contains("database")),
         "{ended:?}"
     );
-    let sandbox = claim.sandbox.as_ref().unwrap().r#ref["sandbox_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let sandbox = claim.sandbox.as_ref().unwrap().r#ref.sandbox_id.clone();
     let info = lx
         .provider
         .client

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::{Json, Router};
 use sagents::domain::sandbox::ReleaseDisposition as D;
+use sagents::lifecycle::outcome::{classify, FailureClass};
 use sagents::providers::client::UncertainKind;
 use sagents::providers::wire::{SandboxRef, SandboxState};
 use sagents::service::providers::{self as registry, RegistryError};
@@ -145,7 +146,7 @@ async fn every_failure_is_classified() {
     for (mode, kind) in cases {
         let r = client(&base, mode).capabilities(&opts).await;
         if let Err(e) = &r {
-            assert!(e.is_retryable(), "{mode}: {e}");
+            assert_eq!(classify(e), FailureClass::Retry, "{mode}: {e}");
         }
         assert_eq!(uncertain_kind(r), kind, "{mode}");
     }
@@ -157,15 +158,15 @@ async fn every_failure_is_classified() {
 
     let r = client(&base, "recoverable").capabilities(&opts).await;
     assert!(
-        matches!(&r, Err(e @ ProviderCallError::Recoverable { status: 503, .. }) if e.is_retryable())
+        matches!(&r, Err(e @ ProviderCallError::Recoverable { status: 503, .. }) if classify(e) == FailureClass::Retry)
     );
     let r = client(&base, "terminal").capabilities(&opts).await;
     assert!(
-        matches!(&r, Err(e @ ProviderCallError::Terminal { status: 500, .. }) if !e.is_retryable())
+        matches!(&r, Err(e @ ProviderCallError::Terminal { status: 500, .. }) if classify(e) == FailureClass::Final)
     );
     let r = client(&base, "refused").capabilities(&opts).await;
     assert!(
-        matches!(&r, Err(e @ ProviderCallError::Refused { status: 409, .. }) if !e.is_retryable())
+        matches!(&r, Err(e @ ProviderCallError::Refused { status: 409, .. }) if classify(e) == FailureClass::Final)
     );
     let r = client(&base, "plain401").capabilities(&opts).await;
     assert!(
@@ -181,7 +182,7 @@ async fn every_failure_is_classified() {
         .capabilities(&opts)
         .await;
     assert!(
-        matches!(&r, Err(e @ ProviderCallError::Unreachable(_)) if e.is_retryable()),
+        matches!(&r, Err(e @ ProviderCallError::Unreachable(_)) if classify(e) == FailureClass::Retry),
         "{r:?}"
     );
 }

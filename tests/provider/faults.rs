@@ -3,6 +3,7 @@
 
 use super::*;
 use sagents::domain::sandbox::ReleaseDisposition as D;
+use sagents::lifecycle::outcome::{classify, FailureClass};
 use sagents::providers::client::UncertainKind;
 use sagents::providers::wire::SandboxState;
 
@@ -32,7 +33,7 @@ async fn a_failed_snapshot_is_recoverable_only_once_the_sandbox_runs_again() {
         }
         other => panic!("expected a recoverable error, got {other:?}"),
     }
-    assert!(err.is_retryable());
+    assert_eq!(classify(&err), FailureClass::Retry);
     assert!(
         running(pid),
         "the sandbox is running again, not stopped: {:?}",
@@ -80,7 +81,7 @@ async fn a_snapshot_that_cannot_resume_is_terminal_and_the_sandbox_lost() {
         }
         other => panic!("expected a terminal error, got {other:?}"),
     }
-    assert!(!err.is_retryable());
+    assert_eq!(classify(&err), FailureClass::Final);
     let info = h
         .client
         .inspect(&sbx.r#ref.sandbox_id, &Default::default())
@@ -116,7 +117,7 @@ async fn a_dropped_release_answer_is_uncertain_and_the_retry_a_duplicate() {
         ),
         "{err:?}"
     );
-    assert!(err.is_retryable());
+    assert_eq!(classify(&err), FailureClass::Retry);
     let info = h
         .client
         .inspect(&sbx.r#ref.sandbox_id, &Default::default())

@@ -122,7 +122,7 @@ async fn runtime_claims_wait_for_active_compute(backend: Backend) {
     assert_eq!(
         claim.sandbox,
         Some(ClaimSandbox {
-            r#ref: serde_json::to_value(sandbox_ref(&run.id)).unwrap(),
+            r#ref: sandbox_ref(&run.id),
             generation: 1,
             grant: String::new(),
             grant_generation: Some(7),

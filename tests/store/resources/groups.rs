@@ -131,7 +131,7 @@ async fn concurrent_saves_are_grouped_and_answered_one_by_one(backend: Backend) 
 
     assert!(matches!(answers[0], Err(StoreError::LeaseLost)));
     match &answers[1] {
-        Err(StoreError::Conflict { code, .. }) => assert_eq!(*code, "resource.version_conflict"),
+        Err(StoreError::VersionConflict { current, expected }) => assert_ne!(current, expected),
         other => panic!("expected a version conflict, got {other:?}"),
     }
     for (w, answer) in work.iter().zip(&answers).skip(2) {

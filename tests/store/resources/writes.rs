@@ -69,7 +69,7 @@ async fn saves_are_fenced_and_compare_and_set(backend: Backend) {
     let mut stale = next.clone();
     stale.version += 1;
     match save(stale, token).await {
-        Err(StoreError::Conflict { code, .. }) => assert_eq!(code, "resource.version_conflict"),
+        Err(StoreError::VersionConflict { current, expected }) => assert_ne!(current, expected),
         other => panic!("expected a version conflict, got {other:?}"),
     }
     let mut foreign = next.clone();
@@ -100,7 +100,10 @@ async fn saves_are_fenced_and_compare_and_set(backend: Backend) {
     );
     assert_eq!(f.store.get_resource(&run.id).await.unwrap(), saved);
     assert!(
-        matches!(save(next, token).await, Err(StoreError::Conflict { .. })),
+        matches!(
+            save(next, token).await,
+            Err(StoreError::VersionConflict { .. })
+        ),
         "the version read before the write is stale now"
     );
 
