@@ -6,9 +6,9 @@ use utoipa::ToSchema;
 
 use super::interaction::{InteractionType, SuspensionReason};
 use super::job::{ExecutionAffinity, JobState, PauseBehavior};
+use super::sandbox::{ResolvedSandboxSpec, SpecError};
 use super::validate::{self, ValidationError};
 use super::{RunId, SessionId};
-use crate::domain::sandbox::ResolvedSandboxSpec;
 
 fn empty_object() -> serde_json::Value {
     serde_json::Value::Object(Default::default())
@@ -49,10 +49,12 @@ pub struct CreateRun {
 }
 
 impl CreateRun {
-    /// Field checks; the spec itself is checked by `ResolvedSandboxSpec::validate`.
-    pub fn validate(&self) -> Result<(), ValidationError> {
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if let Some(spec) = &self.sandbox_spec {
+            spec.validate()?;
+        }
         validate::sha256_digest("resolved_spec_hash", &self.resolved_spec_hash)?;
-        validate::json_object("input", &self.input)
+        Ok(validate::json_object("input", &self.input)?)
     }
 }
 
@@ -150,6 +152,20 @@ pub struct ConfirmResumed {
     pub policy_hash: Option<String>,
 }
 
+impl ConfirmResumed {
+    /// A malformed hash can never match: refuse it rather than fail the run over a typo.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        validate::sha256_digest("resolved_spec_hash", &self.resolved_spec_hash)?;
+        if let Some(h) = &self.spec_hash {
+            validate::sha256_digest("spec_hash", h)?;
+        }
+        if let Some(h) = &self.policy_hash {
+            validate::sha256_digest("policy_hash", h)?;
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompleteRun {
@@ -159,12 +175,24 @@ pub struct CompleteRun {
     pub output: serde_json::Value,
 }
 
+impl CompleteRun {
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        validate::json_object("output", &self.output)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FailRun {
     pub fencing_token: i64,
     #[schema(value_type = Object)]
     pub error: serde_json::Value,
+}
+
+impl FailRun {
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        validate::json_object("error", &self.error)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

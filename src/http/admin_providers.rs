@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 
 use super::auth::Admin;
 use super::error::{ApiError, Problem};
-use super::extract::{ApiJson, CheckContext, Command};
+use super::extract::{ApiJson, Command};
 use crate::http::state::AppState;
 use crate::service::providers::{
     self, ProviderInfo, RegisterProvider, RegistryError, RegistryErrorClass,
@@ -20,11 +20,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(register_provider, list_providers))
 }
 
-impl Command for RegisterProvider {
-    fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
-        Ok(self.validate()?)
-    }
-}
+impl Command for RegisterProvider {}
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ProviderList {

@@ -1,4 +1,6 @@
-//! The checks each JSON body gets before a handler sees it.
+//! The checks a JSON body gets before a handler sees it that only the HTTP edge can make
+//! (long-poll bounds, a precise error for a spec of another version). Field rules live with
+//! each command in `domain::commands` and run once, in the use case.
 
 use super::error::ApiError;
 use super::extract::{CheckContext, Command};
@@ -7,13 +9,8 @@ use crate::domain::commands::{
     Heartbeat, ReplyInteraction, SuspendRun, UpdateJob,
 };
 use crate::domain::sandbox::{SpecError, SPEC_VERSION_V3};
-use crate::domain::validate;
 
-impl Command for CreateSession {
-    fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
-        Ok(self.validate()?)
-    }
-}
+impl Command for CreateSession {}
 
 impl Command for CreateRun {
     /// A spec of another version is refused as unsupported, whatever else it contains.
@@ -25,64 +22,21 @@ impl Command for CreateRun {
             _ => Ok(()),
         }
     }
-
-    fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
-        if let Some(spec) = &self.sandbox_spec {
-            spec.validate()?;
-        }
-        Ok(self.validate()?)
-    }
 }
 
-impl Command for SuspendRun {
-    fn check(&self, ctx: &CheckContext) -> Result<(), ApiError> {
-        Ok(self.validate(ctx.now)?)
-    }
-}
+impl Command for SuspendRun {}
 
-impl Command for ReplyInteraction {
-    fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
-        Ok(self.validate()?)
-    }
-}
+impl Command for ReplyInteraction {}
 
-impl Command for ConfirmResumed {
-    /// A malformed hash can never match: refuse it rather than fail the run over a typo.
-    fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
-        validate::sha256_digest("resolved_spec_hash", &self.resolved_spec_hash)?;
-        if let Some(h) = &self.spec_hash {
-            validate::sha256_digest("spec_hash", h)?;
-        }
-        if let Some(h) = &self.policy_hash {
-            validate::sha256_digest("policy_hash", h)?;
-        }
-        Ok(())
-    }
-}
+impl Command for ConfirmResumed {}
 
-impl Command for CompleteRun {
-    fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
-        Ok(validate::json_object("output", &self.output)?)
-    }
-}
+impl Command for CompleteRun {}
 
-impl Command for FailRun {
-    fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
-        Ok(validate::json_object("error", &self.error)?)
-    }
-}
+impl Command for FailRun {}
 
-impl Command for CreateJob {
-    fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
-        Ok(self.validate()?)
-    }
-}
+impl Command for CreateJob {}
 
-impl Command for UpdateJob {
-    fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
-        Ok(())
-    }
-}
+impl Command for UpdateJob {}
 
 impl Command for ClaimRequest {
     fn check(&self, ctx: &CheckContext) -> Result<(), ApiError> {
@@ -91,11 +45,7 @@ impl Command for ClaimRequest {
     }
 }
 
-impl Command for Heartbeat {
-    fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
-        Ok(())
-    }
-}
+impl Command for Heartbeat {}
 
 pub fn check_wait(field: &str, wait: Option<u32>, max: u64) -> Result<(), ApiError> {
     match wait {

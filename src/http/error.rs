@@ -167,15 +167,7 @@ impl From<IdParseError> for ApiError {
 
 impl From<SpecError> for ApiError {
     fn from(e: SpecError) -> Self {
-        match e {
-            SpecError::Unsupported(_) => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "sandbox.spec_unsupported",
-                e.to_string(),
-            )
-            .with_field("sandbox_spec.spec_version", e.to_string()),
-            SpecError::Invalid(v) => v.into(),
-        }
+        StoreError::from(e).into()
     }
 }
 
@@ -194,6 +186,12 @@ impl From<StoreError> for ApiError {
                 "resource.version_conflict",
                 e.to_string(),
             ),
+            StoreError::SpecUnsupported(message) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "sandbox.spec_unsupported",
+                message.clone(),
+            )
+            .with_field("sandbox_spec.spec_version", message),
             StoreError::Invalid(v) => v.into(),
             StoreError::PolicyStale(message) => {
                 ApiError::new(StatusCode::CONFLICT, "sandbox.policy_stale", message)

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
-use super::many::{bind_ids, params, value_rows};
+use super::batch_reads::{bind_ids, params, value_rows};
 use super::rows;
 use super::{Backend, Store, StoreResult};
 use crate::clock::to_millis;

@@ -1,3 +1,4 @@
+use crate::domain::sandbox::SpecError;
 use crate::domain::validate::ValidationError;
 
 /// Typed store failures; the HTTP layer maps each to one status and problem code.
@@ -15,6 +16,9 @@ pub enum StoreError {
     /// The execution-resource record moved on since it was read (compare-and-set failed).
     #[error("the execution resource is at version {current}, not {expected}")]
     VersionConflict { current: i64, expected: i64 },
+    /// The sandbox spec is of a version this service does not speak (HTTP 422).
+    #[error("{0}")]
+    SpecUnsupported(String),
     /// A field refers to something that does not fit (HTTP 422 naming the field).
     #[error(transparent)]
     Invalid(#[from] ValidationError),
@@ -35,6 +39,15 @@ impl StoreError {
         StoreError::Conflict {
             code,
             message: message.into(),
+        }
+    }
+}
+
+impl From<SpecError> for StoreError {
+    fn from(e: SpecError) -> Self {
+        match e {
+            SpecError::Unsupported(_) => StoreError::SpecUnsupported(e.to_string()),
+            SpecError::Invalid(v) => StoreError::Invalid(v),
         }
     }
 }

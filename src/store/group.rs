@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use super::resource_batch::{HandBack, SaveItem};
+use super::resource_writes::{HandBack, SaveItem};
 use super::{Backend, Store, StoreError, StoreResult};
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::RunEffect;

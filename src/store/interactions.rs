@@ -4,7 +4,7 @@ use sqlx::AnyConnection;
 use utoipa::ToSchema;
 
 use super::rows::{self, InteractionRecord, INTERACTION_COLS};
-use super::runops::Outcome;
+use super::run_fence::Outcome;
 use super::sessions::sees;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;

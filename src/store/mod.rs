@@ -5,6 +5,7 @@
 //! the few dialect differences (claiming, the fencing-token source, notifications,
 //! transaction start) live in `dialect.rs`.
 
+mod batch_reads;
 mod connect;
 mod dialect;
 mod error;
@@ -13,16 +14,16 @@ mod group;
 mod idempotency;
 mod interactions;
 mod jobs;
-mod leases;
-mod many;
+mod lifecycle_metrics;
+mod lifecycle_work;
 mod providers;
-mod resource_batch;
-mod resource_metrics;
-mod resource_ops;
-mod resources;
+mod resource_hooks;
+mod resource_writes;
 mod rows;
-mod runops;
+mod run_fence;
+mod run_transitions;
 mod runs;
+mod runtime_claims;
 mod sessions;
 mod settings;
 mod suspensions;

@@ -6,7 +6,6 @@ use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::commands::CreateRun;
 use crate::domain::run::{Run, RunEvent};
-use crate::domain::sandbox::SpecError;
 use crate::domain::validate::ValidationError;
 use crate::domain::{RunId, SessionId};
 
@@ -25,15 +24,7 @@ impl Store {
     ) -> StoreResult<Run> {
         cmd.validate()?;
         let spec = match &cmd.sandbox_spec {
-            Some(spec) => {
-                spec.validate().map_err(|e| match e {
-                    SpecError::Invalid(e) => e,
-                    SpecError::Unsupported(_) => {
-                        ValidationError::new("sandbox_spec.spec_version", e.to_string())
-                    }
-                })?;
-                Some(rows::to_json(spec)?)
-            }
+            Some(spec) => Some(rows::to_json(spec)?),
             None => None,
         };
         let mut tx = self.write_tx().await?;

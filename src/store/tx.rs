@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
-use super::many::{params, value_rows};
+use super::batch_reads::{params, value_rows};
 use super::rows::to_json;
 use super::{Store, StoreResult};
 use crate::clock::to_millis;

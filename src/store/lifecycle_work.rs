@@ -7,9 +7,9 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use super::dialect::DueRuns;
-use super::leases::{lease_expiry, MAX_CLAIMS};
-use super::resource_batch::{HandBack, SaveItem};
+use super::resource_writes::{HandBack, SaveItem};
 use super::rows;
+use super::runtime_claims::{lease_expiry, MAX_CLAIMS};
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::many::{bind_ids, params, value_rows};
-use super::resource_ops::lifecycle_event;
+use super::batch_reads::{bind_ids, params, value_rows};
+use super::resource_hooks::lifecycle_event;
 use super::rows::{self, RunRecord, RESOURCE_COLS};
-use super::runops::Outcome;
+use super::run_fence::Outcome;
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
