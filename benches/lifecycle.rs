@@ -36,9 +36,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use sagents::lifecycle::coordinator::Coordinator;
-use sagents::local_provider::{self, Engine};
 use sagents::service::providers::{self as registry, RegisterProvider};
 use sagents::store::{Backend, Store};
+use sagents_local_provider::{self as local_provider, Engine};
 
 use crate::db::Db;
 use crate::report::{Figures, Knobs};

@@ -10,13 +10,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
-use sagents::domain::sandbox::{
-    LifecyclePolicy, ReleaseDisposition, ResolvedSandboxSpec, Resources, WorkspaceMode,
-    SPEC_VERSION_V3,
-};
 use sagents::providers::client::{CallOptions, ProviderClient};
 use sagents::providers::wire::{
     ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest, SandboxHandle,
+};
+use sagents::providers::wire_spec::{
+    LifecyclePolicy, ReleaseDisposition, ResolvedSandboxSpec, Resources, WorkspaceMode,
+    SPEC_VERSION_V3,
 };
 
 const FILES: usize = 1000;
@@ -67,6 +67,22 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// The reference provider's binary, built beside this bench (`cargo build --release --bins`).
+fn provider_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the bench's own path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps");
+    let bin = profile_dir.join("sagents-local-provider");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --release --bins` first",
+        bin.display()
+    );
+    bin
+}
+
 struct Provider {
     child: Child,
     base_url: String,
@@ -74,7 +90,7 @@ struct Provider {
 
 impl Provider {
     fn start(root: &Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sagents-local-provider"))
+        let mut child = Command::new(provider_binary())
             .args(["serve", "--listen", "127.0.0.1:0", "--root"])
             .arg(root)
             .env("RUST_LOG", "warn")

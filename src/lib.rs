@@ -6,7 +6,6 @@ pub mod config;
 pub mod domain;
 pub mod http;
 pub mod lifecycle;
-pub mod local_provider;
 pub mod metrics;
 pub mod notify;
 pub mod providers;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 /// Bottom to top; a module may use its own layer and every layer below it.
 const LAYERS: &[&[&str]] = &[
-    &["domain", "text_enum", "typed_id"],
+    &["domain", "typed_id"],
     &[
         "clock",
         "config",
@@ -15,7 +15,7 @@ const LAYERS: &[&[&str]] = &[
         "telemetry",
     ],
     &["store"],
-    &["providers", "local_provider"],
+    &["providers"],
     &["service"],
     &["lifecycle"],
     &["scheduler"],

@@ -12,8 +12,8 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::Utc;
-use sagents::domain::sandbox::ReleaseDisposition;
-use sagents::providers::wire::{
+use sagents_plugin_api::spec::ReleaseDisposition;
+use sagents_plugin_api::wire::{
     AttachRequest, Capabilities, CheckpointRef, ProviderError, ProvisionRequest, ReleaseRequest,
     RestoreRequest, SandboxHandle, SandboxInfo, SandboxRef, SandboxReleaseReceipt, SandboxState,
     API_VERSION_V3, CAPABILITY_SANDBOX,

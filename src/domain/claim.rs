@@ -8,7 +8,7 @@ use super::interaction::Checkpoint;
 use super::run::Run;
 use super::sandbox::SandboxRef;
 use super::LeaseId;
-use crate::text_enum;
+use sagents_text_enum::text_enum;
 
 text_enum! {
     pub enum ClaimKind as "claim kind" {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{JobId, RunId};
-use crate::text_enum;
+use sagents_text_enum::text_enum;
 
 text_enum! {
     pub enum PauseBehavior as "pause behavior" {

@@ -2,7 +2,6 @@
 
 pub mod claim;
 pub mod commands;
-pub mod enums;
 pub mod ids;
 pub mod interaction;
 pub mod job;

@@ -13,7 +13,7 @@ use super::sandbox::{
     CheckpointRef, ProviderError, ReleaseDisposition, ResolvedSandboxSpec, SandboxRef,
 };
 use super::{JobId, RunId, SuspensionId};
-use crate::text_enum;
+use sagents_text_enum::text_enum;
 
 text_enum! {
     /// Where a run's compute stands. Never shown to a frontend.

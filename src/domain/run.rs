@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{RunId, SessionId};
-use crate::text_enum;
+use sagents_text_enum::text_enum;
 
 text_enum! {
     /// Internal run state.

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use chrono::{DateTime, Utc};
 
 use super::validate::{self, ValidationError};
-use crate::text_enum;
+use sagents_text_enum::text_enum;
 
 pub const SPEC_VERSION_V3: &str = "sagents.sandbox-spec/v3";
 

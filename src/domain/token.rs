@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::TokenId;
-use crate::text_enum;
+use sagents_text_enum::text_enum;
 
 text_enum! {
     pub enum Role as "role" {

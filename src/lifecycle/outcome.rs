@@ -218,7 +218,7 @@ pub fn release_answered(
     record.state = record.state.next(ResourceEvent::ReleaseConfirmed)?;
     record.compute_released = true;
     record.released_at = Some(now);
-    record.sandbox_checkpoint = match receipt.disposition {
+    record.sandbox_checkpoint = match receipt.disposition.into() {
         ReleaseDisposition::SnapshotAndTerminate => receipt.checkpoint.clone().map(Into::into),
         _ => None,
     };

@@ -53,7 +53,7 @@ fn checkpoint() -> CheckpointRef {
 fn receipt(d: ReleaseDisposition, released: bool) -> SandboxReleaseReceipt {
     SandboxReleaseReceipt {
         r#ref: sandbox_ref("sbx_1").into(),
-        disposition: d,
+        disposition: d.into(),
         state: if released {
             SandboxState::Terminated
         } else {

@@ -11,7 +11,7 @@ use super::wire::{
     RequestContext, RestoreRequest, SandboxHandle, SandboxReleaseReceipt, SandboxState,
     API_VERSION_V3, CAPABILITY_SANDBOX,
 };
-use crate::domain::sandbox::{
+use super::wire_spec::{
     LifecyclePolicy, ReleaseDisposition as D, ResolvedSandboxSpec, Resources, WorkspaceMode,
     SPEC_VERSION_V3,
 };

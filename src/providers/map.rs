@@ -1,6 +1,6 @@
 //! The provider edge: plugin API wire types to the domain types the service stores, and back.
 
-use super::wire;
+use super::{wire, wire_spec};
 use crate::domain::sandbox;
 
 impl From<wire::SandboxRef> for sandbox::SandboxRef {
@@ -66,6 +66,63 @@ impl From<wire::ProviderError> for sandbox::ProviderError {
             category: e.category,
             message: e.message,
             retryable: e.retryable,
+        }
+    }
+}
+
+impl From<sandbox::ReleaseDisposition> for wire_spec::ReleaseDisposition {
+    fn from(d: sandbox::ReleaseDisposition) -> Self {
+        match d {
+            sandbox::ReleaseDisposition::Detach => wire_spec::ReleaseDisposition::Detach,
+            sandbox::ReleaseDisposition::Terminate => wire_spec::ReleaseDisposition::Terminate,
+            sandbox::ReleaseDisposition::SnapshotAndTerminate => {
+                wire_spec::ReleaseDisposition::SnapshotAndTerminate
+            }
+        }
+    }
+}
+
+impl From<wire_spec::ReleaseDisposition> for sandbox::ReleaseDisposition {
+    fn from(d: wire_spec::ReleaseDisposition) -> Self {
+        match d {
+            wire_spec::ReleaseDisposition::Detach => sandbox::ReleaseDisposition::Detach,
+            wire_spec::ReleaseDisposition::Terminate => sandbox::ReleaseDisposition::Terminate,
+            wire_spec::ReleaseDisposition::SnapshotAndTerminate => {
+                sandbox::ReleaseDisposition::SnapshotAndTerminate
+            }
+        }
+    }
+}
+
+impl From<sandbox::WorkspaceMode> for wire_spec::WorkspaceMode {
+    fn from(m: sandbox::WorkspaceMode) -> Self {
+        match m {
+            sandbox::WorkspaceMode::Isolated => wire_spec::WorkspaceMode::Isolated,
+            sandbox::WorkspaceMode::ActiveWorkspace => wire_spec::WorkspaceMode::ActiveWorkspace,
+        }
+    }
+}
+
+impl From<sandbox::ResolvedSandboxSpec> for wire_spec::ResolvedSandboxSpec {
+    fn from(s: sandbox::ResolvedSandboxSpec) -> Self {
+        wire_spec::ResolvedSandboxSpec {
+            spec_version: s.spec_version,
+            provider_id: s.provider_id,
+            spec_hash: s.spec_hash,
+            policy_hash: s.policy_hash,
+            workspace_mode: s.workspace_mode.into(),
+            host_workspace: s.host_workspace,
+            lifecycle: wire_spec::LifecyclePolicy {
+                safe_pause_behavior: s.lifecycle.safe_pause_behavior.map(Into::into),
+                unsafe_pause_behavior: s.lifecycle.unsafe_pause_behavior.map(Into::into),
+                max_lifetime_seconds: s.lifecycle.max_lifetime_seconds,
+            },
+            resources: wire_spec::Resources {
+                cpu_percent: s.resources.cpu_percent,
+                memory_mb: s.resources.memory_mb,
+                max_processes: s.resources.max_processes,
+            },
+            metadata: s.metadata,
         }
     }
 }

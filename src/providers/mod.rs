@@ -3,6 +3,6 @@
 
 pub mod client;
 pub mod conformance;
-pub mod grant;
 mod map;
-pub mod wire;
+
+pub use sagents_plugin_api::{grant, spec as wire_spec, wire};

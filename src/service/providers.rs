@@ -162,7 +162,7 @@ pub fn check_capabilities(caps: &Capabilities) -> Result<(), RegistryError> {
             "supported_release_dispositions is empty".into(),
         ));
     }
-    let snapshot = crate::domain::sandbox::ReleaseDisposition::SnapshotAndTerminate;
+    let snapshot = crate::providers::wire_spec::ReleaseDisposition::SnapshotAndTerminate;
     if caps.supported_release_dispositions.contains(&snapshot) && !caps.supports_snapshot {
         return Err(RegistryError::CapabilitiesInvalid(
             "advertises snapshot_and_terminate but supports_snapshot is false".into(),
@@ -252,7 +252,7 @@ fn info_of(record: ProviderRecord) -> Result<ProviderInfo, RegistryError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::sandbox::ReleaseDisposition;
+    use crate::providers::wire_spec::ReleaseDisposition;
 
     fn caps() -> Capabilities {
         Capabilities {

@@ -11,7 +11,6 @@ use super::providers::ProviderRecord;
 use super::{StoreError, StoreResult};
 use crate::clock::from_millis;
 use crate::domain::claim::LeaseState;
-use crate::domain::enums::EnumParseError;
 use crate::domain::interaction::{
     Checkpoint, InteractionRequest, InteractionStatus, Resolution, Suspension,
 };
@@ -22,6 +21,7 @@ use crate::domain::session::Session;
 use crate::domain::snapshot::{PendingInteraction, SnapshotRun, SnapshotSession};
 use crate::domain::token::TokenInfo;
 use crate::domain::{CheckpointId, InteractionId, JobId, RunId, SessionId, SuspensionId, TokenId};
+use sagents_text_enum::EnumParseError;
 
 pub(super) const SESSION_COLS: &str = "s.id, s.tenant_id, s.title, s.metadata, \
      s.parent_session_id, s.revision, s.created_at, s.updated_at";

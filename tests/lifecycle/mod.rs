@@ -68,8 +68,14 @@ pub fn hash(c: char) -> String {
     format!("sha256:{}", c.to_string().repeat(64))
 }
 
+/// The spec the provider tests use (same hashes), as a run stores it.
 pub fn spec(mode: WorkspaceMode, host: Option<&str>) -> ResolvedSandboxSpec {
-    crate::provider::spec(mode, host)
+    ResolvedSandboxSpec {
+        spec_hash: format!("sha256:{}", "a".repeat(64)),
+        policy_hash: format!("sha256:{}", "b".repeat(64)),
+        host_workspace: host.map(str::to_owned),
+        ..ResolvedSandboxSpec::example("local", mode)
+    }
 }
 
 /// One replica: a store, its coordinator and a pool without background workers, driven

@@ -167,7 +167,7 @@ async fn a_replica_that_dies_mid_release_is_taken_over_and_nothing_is_done_twice
             &ReleaseRequest {
                 request: ReleaseSpec {
                     r#ref: record.sandbox_ref.clone().unwrap().into(),
-                    disposition: ReleaseDisposition::SnapshotAndTerminate,
+                    disposition: ReleaseDisposition::SnapshotAndTerminate.into(),
                     reason: "approval_required".into(),
                     expected_revision: None,
                     idempotency_key: key,

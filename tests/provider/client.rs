@@ -10,10 +10,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::{Json, Router};
-use sagents::domain::sandbox::ReleaseDisposition as D;
 use sagents::lifecycle::outcome::{classify, FailureClass};
 use sagents::providers::client::UncertainKind;
 use sagents::providers::wire::{SandboxRef, SandboxState};
+use sagents::providers::wire_spec::ReleaseDisposition as D;
 use sagents::service::providers::{self as registry, RegistryError};
 
 use super::*;

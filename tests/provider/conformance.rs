@@ -128,7 +128,7 @@ async fn broken_release(
     if let Some(entry) = b.sandboxes.lock().unwrap().get_mut(&id) {
         entry.1 = SandboxState::Terminated;
     }
-    let checkpoint = (d == sagents::domain::sandbox::ReleaseDisposition::SnapshotAndTerminate)
+    let checkpoint = (d == sagents::providers::wire_spec::ReleaseDisposition::SnapshotAndTerminate)
         .then(|| {
             serde_json::json!({"checkpoint_id": format!("ckp_{}", uuid::Uuid::now_v7().simple()),
             "provider_id": "broken", "sandbox_id": id, "size_bytes": 1,

@@ -2,10 +2,10 @@
 //! deterministic fault injection.
 
 use super::*;
-use sagents::domain::sandbox::ReleaseDisposition as D;
 use sagents::lifecycle::outcome::{classify, FailureClass};
 use sagents::providers::client::UncertainKind;
 use sagents::providers::wire::SandboxState;
+use sagents::providers::wire_spec::ReleaseDisposition as D;
 
 async fn background_pid(h: &Harness, sbx: &SandboxHandle) -> i32 {
     let out = h

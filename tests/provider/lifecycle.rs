@@ -2,9 +2,9 @@
 //! provider; idempotency across a provider restart.
 
 use super::*;
-use sagents::domain::sandbox::ReleaseDisposition as D;
 use sagents::providers::grant;
 use sagents::providers::wire::SandboxState;
+use sagents::providers::wire_spec::ReleaseDisposition as D;
 
 #[tokio::test]
 async fn snapshot_then_restore_brings_the_files_back_in_a_new_generation() {

@@ -1,7 +1,7 @@
 //! Exec inside a sandbox: path escapes, rlimits, timeouts, output caps, stdin and env.
 
 use super::*;
-use sagents::domain::sandbox::Resources;
+use sagents::providers::wire_spec::Resources;
 
 fn with_cwd(script: &str, cwd: &str) -> ExecRequest {
     ExecRequest {
@@ -100,7 +100,7 @@ async fn timeouts_and_output_caps_bound_a_command() {
     assert!(out.truncated);
     assert_eq!(
         out.stdout.len(),
-        sagents::local_provider::exec::MAX_OUTPUT_BYTES
+        sagents_local_provider::exec::MAX_OUTPUT_BYTES
     );
     assert_eq!(out.stderr, "err\n");
     assert_eq!(out.exit_code, Some(0));

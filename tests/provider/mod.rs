@@ -8,16 +8,16 @@ mod lifecycle;
 mod limits;
 mod registry;
 
-use sagents::domain::sandbox::{
-    LifecyclePolicy, ReleaseDisposition, ResolvedSandboxSpec, Resources, WorkspaceMode,
-    SPEC_VERSION_V3,
-};
-use sagents::local_provider::{self, Config, LocalProvider};
 use sagents::providers::client::{CallOptions, ProviderCallError, ProviderClient};
 use sagents::providers::wire::{
     CheckpointRef, ExecRequest, ExecResponse, ProvisionRequest, ReleaseRequest, ReleaseSpec,
     RequestContext, RestoreRequest, SandboxHandle, SandboxReleaseReceipt,
 };
+use sagents::providers::wire_spec::{
+    LifecyclePolicy, ReleaseDisposition, ResolvedSandboxSpec, Resources, WorkspaceMode,
+    SPEC_VERSION_V3,
+};
+use sagents_local_provider::{self as local_provider, Config, LocalProvider};
 
 pub const GRANT_SECRET: &str = "test-grant-secret";
 

@@ -39,7 +39,7 @@ impl Coordinator {
         Some(ReleaseRequest {
             request: ReleaseSpec {
                 r#ref: record.sandbox_ref.clone()?.into(),
-                disposition: record.disposition?,
+                disposition: record.disposition?.into(),
                 reason,
                 expected_revision: None,
                 idempotency_key: record.release_idempotency_key.clone()?,
@@ -66,7 +66,7 @@ impl Coordinator {
         match kind {
             BindKind::Provision => {
                 let req = ProvisionRequest {
-                    spec: record.sandbox_spec.clone(),
+                    spec: record.sandbox_spec.clone().into(),
                     owner_run_id: w.run.id.to_string(),
                     tenant_id: w.tenant_id.clone(),
                     idempotency_key: key(),
@@ -80,7 +80,7 @@ impl Coordinator {
                 })?;
                 let req = RestoreRequest {
                     checkpoint: checkpoint.into(),
-                    spec: record.sandbox_spec.clone(),
+                    spec: record.sandbox_spec.clone().into(),
                     owner_run_id: w.run.id.to_string(),
                     idempotency_key: key(),
                     context: self.context(w, now, self.timeouts.restore),

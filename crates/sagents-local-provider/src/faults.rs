@@ -23,7 +23,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-crate::text_enum! {
+sagents_text_enum::text_enum! {
     pub enum FaultPoint as "fault point" {
         Capabilities => "capabilities",
         Provision => "provision",

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::process::Leader;
-use crate::domain::sandbox::{ReleaseDisposition, Resources, WorkspaceMode};
-use crate::providers::wire::{
+use sagents_plugin_api::spec::{ReleaseDisposition, Resources, WorkspaceMode};
+use sagents_plugin_api::wire::{
     CheckpointRef, SandboxHandle, SandboxRef, SandboxReleaseReceipt, SandboxState,
 };
 

@@ -1,6 +1,10 @@
 use super::*;
-use crate::domain::sandbox::{LifecyclePolicy, Resources, WorkspaceMode, SPEC_VERSION_V3};
+use crate::spec::{LifecyclePolicy, Resources, WorkspaceMode, SPEC_VERSION_V3};
 use serde::de::DeserializeOwned;
+
+fn now_ms() -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).unwrap()
+}
 
 fn sandbox_ref() -> SandboxRef {
     SandboxRef {
@@ -36,7 +40,7 @@ fn checkpoint() -> CheckpointRef {
         generation: 1,
         size_bytes: 42,
         digest: Some(format!("sha256:{}", "3".repeat(64))),
-        created_at: crate::clock::truncate_ms(Utc::now()),
+        created_at: now_ms(),
     }
 }
 
@@ -53,7 +57,7 @@ fn receipt(disposition: ReleaseDisposition) -> SandboxReleaseReceipt {
         checkpoint: (disposition == ReleaseDisposition::SnapshotAndTerminate).then(checkpoint),
         compute_released: released,
         duplicate: false,
-        released_at: crate::clock::truncate_ms(Utc::now()),
+        released_at: now_ms(),
     }
 }
 
@@ -81,7 +85,7 @@ fn every_wire_type_round_trips() {
     let context = RequestContext {
         actor: "sagents".into(),
         trace_id: Some("t-1".into()),
-        deadline: Some(crate::clock::truncate_ms(Utc::now())),
+        deadline: Some(now_ms()),
         fencing_token: Some(7),
     };
     round_trip(&ProvisionRequest {
@@ -100,7 +104,7 @@ fn every_wire_type_round_trips() {
             token: "g".into(),
             sandbox_id: "sbx_1".into(),
             generation: 2,
-            expires_at: crate::clock::truncate_ms(Utc::now()),
+            expires_at: now_ms(),
         }),
     });
     round_trip(&SandboxInfo {

@@ -1,5 +1,6 @@
-//! `text_enum!`: one definition per state enum maps Rust variants to the TEXT values that the
-//! database CHECK constraints and the JSON API both use.
+//! `text_enum!`: one definition per state enum maps Rust variants to the TEXT values that
+//! database CHECK constraints and JSON APIs both use. The crate using it needs `serde` and
+//! `utoipa`.
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{value}` is not a valid {kind}; expected one of: {expected}")]
@@ -36,11 +37,11 @@ macro_rules! text_enum {
         }
 
         impl std::str::FromStr for $name {
-            type Err = $crate::domain::enums::EnumParseError;
+            type Err = $crate::EnumParseError;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 match s {
                     $($text => Ok($name::$variant),)+
-                    _ => Err($crate::domain::enums::EnumParseError {
+                    _ => Err($crate::EnumParseError {
                         kind: $kind,
                         value: s.chars().take(80).collect(),
                         expected: concat!($($text, " "),+),

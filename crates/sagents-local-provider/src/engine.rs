@@ -16,10 +16,9 @@ use super::faults::FaultPlan;
 use super::paths;
 use super::process::{self, Limits};
 use super::state::{fingerprint, Layout, SandboxRecord, StoredRequest};
-use crate::domain::sandbox::{ReleaseDisposition, ResolvedSandboxSpec, SpecError, WorkspaceMode};
-use crate::domain::validate;
-use crate::providers::grant;
-use crate::providers::wire::{
+use sagents_plugin_api::grant;
+use sagents_plugin_api::spec::{ReleaseDisposition, ResolvedSandboxSpec, SpecError, WorkspaceMode};
+use sagents_plugin_api::wire::{
     AttachRequest, Capabilities, ExecRequest, ExecResponse, ProvisionRequest, SandboxHandle,
     SandboxInfo, SandboxRef, SandboxState, API_VERSION_V3, CAPABILITY_SANDBOX,
 };
@@ -60,12 +59,23 @@ pub(super) fn check_key(key: &str) -> Result<(), ApiError> {
 pub(super) fn check_spec(spec: &ResolvedSandboxSpec) -> Result<(), ApiError> {
     spec.validate().map_err(|e| match e {
         SpecError::Unsupported(_) => ApiError::invalid("sandbox.spec_unsupported", e.to_string()),
-        SpecError::Invalid(v) => ApiError::invalid("validation.failed", v.to_string()),
+        SpecError::Invalid { .. } => ApiError::invalid("validation.failed", e.to_string()),
     })
 }
 
 pub(super) fn check_name(field: &str, value: &str) -> Result<(), ApiError> {
-    validate::name(field, value).map_err(|e| ApiError::invalid("validation.failed", e.to_string()))
+    let ok = !value.is_empty()
+        && value.len() <= 128
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
+    if ok {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        "validation.failed",
+        format!("{field}: must be 1 to 128 letters, digits, `.`, `_`, `:` or `-`"),
+    ))
 }
 
 /// Refreshes a record whose processes died behind our back. Returns whether it changed.

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::Parser;
-use sagents::local_provider::{self, cli};
+use sagents_local_provider::{self as local_provider, cli};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

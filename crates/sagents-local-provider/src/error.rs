@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use crate::providers::wire::ProviderError;
+use sagents_plugin_api::wire::ProviderError;
 
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{status} {}: {}", .body.code, .body.message)]

@@ -60,7 +60,7 @@ pub fn mint(secret: &[u8], sandbox_id: &str, generation: u64, expires_at: DateTi
         token: format!("{signed}.{}", B64.encode(tag)),
         sandbox_id: sandbox_id.to_owned(),
         generation,
-        expires_at: crate::clock::from_millis(claims.expires_at_ms),
+        expires_at: DateTime::from_timestamp_millis(claims.expires_at_ms).unwrap_or_default(),
     }
 }
 
@@ -93,9 +93,9 @@ pub fn verify(
 ) -> Result<GrantClaims, GrantError> {
     let claims = decode(secret, token)?;
     if claims.expires_at_ms <= now.timestamp_millis() {
-        return Err(GrantError::Expired(crate::clock::from_millis(
-            claims.expires_at_ms,
-        )));
+        return Err(GrantError::Expired(
+            DateTime::from_timestamp_millis(claims.expires_at_ms).unwrap_or_default(),
+        ));
     }
     if claims.sandbox_id != sandbox_id {
         return Err(GrantError::WrongSandbox {
@@ -120,7 +120,7 @@ mod tests {
     const SECRET: &[u8] = b"shared-secret";
 
     fn now() -> DateTime<Utc> {
-        crate::clock::truncate_ms(Utc::now())
+        DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).unwrap()
     }
 
     #[test]

@@ -4,14 +4,14 @@
 //! archiving, and a recoverable error is returned only once it runs again; if it cannot be
 //! resumed the error is terminal, names both causes, and the sandbox is reported `lost`.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
 use super::engine::{check_key, reconcile, Engine, PROVIDER_ID};
 use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::state::{SandboxRecord, StoredRelease};
-use crate::domain::sandbox::{ReleaseDisposition as D, WorkspaceMode};
-use crate::providers::wire::{
+use sagents_plugin_api::spec::{ReleaseDisposition as D, WorkspaceMode};
+use sagents_plugin_api::wire::{
     CheckpointRef, ReleaseRequest, SandboxReleaseReceipt, SandboxState as S,
 };
 
@@ -203,7 +203,8 @@ impl Engine {
             generation: rec.generation,
             size_bytes: info.size_bytes,
             digest: Some(info.digest),
-            created_at: crate::clock::truncate_ms(Utc::now()),
+            created_at: DateTime::from_timestamp_millis(Utc::now().timestamp_millis())
+                .unwrap_or_default(),
         };
         if let Err(e) = self.layout.save_checkpoint(&checkpoint) {
             let cause = format!("recording the checkpoint failed: {e}");

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::process::Limits;
-use crate::providers::wire::ExecResponse;
+use sagents_plugin_api::wire::ExecResponse;
 
 /// Per stream; keeps an exec answer well under a client's 1 MiB response cap.
 pub const MAX_OUTPUT_BYTES: usize = 64 * 1024;

@@ -6,8 +6,8 @@ use super::engine::{check_key, check_name, check_spec, internal, Engine, PROVIDE
 use super::error::ApiError;
 use super::process;
 use super::state::{fingerprint, SandboxRecord};
-use crate::domain::sandbox::WorkspaceMode;
-use crate::providers::wire::{RestoreRequest, SandboxHandle, SandboxRef, SandboxState};
+use sagents_plugin_api::spec::WorkspaceMode;
+use sagents_plugin_api::wire::{RestoreRequest, SandboxHandle, SandboxRef, SandboxState};
 
 impl Engine {
     /// `POST /v3/restores`: a new ready sandbox holding the checkpoint's files.

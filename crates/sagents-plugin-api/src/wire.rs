@@ -1,4 +1,4 @@
-//! Plugin API v3 wire types, shared by the client and the reference local provider.
+//! Plugin API v3 wire types: the bodies of every provider endpoint.
 //!
 //! Request bodies refuse unknown fields; response bodies tolerate them, so a provider may add
 //! fields without breaking its callers.
@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::sandbox::{ReleaseDisposition, ResolvedSandboxSpec};
-use crate::text_enum;
+use crate::spec::{ReleaseDisposition, ResolvedSandboxSpec};
+use sagents_text_enum::text_enum;
 
 pub const API_VERSION_V3: &str = "3";
 pub const CAPABILITY_SANDBOX: &str = "execution.sandbox";

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use super::engine::Engine;
 use super::error::ApiError;
 use super::faults::{FaultAction, FaultPoint};
-use crate::providers::wire::{
+use sagents_plugin_api::wire::{
     AttachRequest, ExecRequest, ProvisionRequest, ReleaseRequest, RestoreRequest,
 };
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::sandbox::Resources;
+use sagents_plugin_api::spec::Resources;
 
 /// The group leader; its pid is the group id. `start_time` (clock ticks since boot) tells a
 /// live leader from an unrelated process that reused the pid after a restart.
