@@ -98,7 +98,8 @@ fn read<K: Ord>(map: &Labelled<K>, key: &K) -> u64 {
 /// What the lifecycle coordinators of this process did.
 #[derive(Debug, Default)]
 pub struct LifecycleCounters {
-    /// `(disposition, outcome)`: outcome is `released`, `failed` (retried later) or
+    /// `(disposition, outcome)`: outcome is `released`, `failed` (retried later), `refused`
+    /// (the provider refused the request: a configuration problem, retried later) or
     /// `forced_terminate` (the provider reported the sandbox broken).
     releases: Labelled<(String, String)>,
     /// By operation: `release`, `provision`, `restore`, `attach`.

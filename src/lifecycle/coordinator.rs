@@ -10,7 +10,7 @@ mod calls;
 use calls::call_status;
 
 use super::clients::ProviderClients;
-use super::outcome::{self, BindKind, Next};
+use super::outcome::{self, BindKind, FailureClass, Next};
 use super::plan::{self, plan, Action, PlanInput};
 use crate::domain::interaction::{Suspension, SuspensionReason};
 use crate::domain::job::Job;
@@ -298,7 +298,10 @@ impl Coordinator {
             ResourceState::Released => "released",
             ResourceState::ReleaseFailed => {
                 counters.retry("release");
-                "failed"
+                match &result {
+                    Err(e) if outcome::classify(e) == FailureClass::Refused => "refused",
+                    _ => "failed",
+                }
             }
             _ => "forced_terminate",
         };

@@ -66,7 +66,13 @@ pub enum FailureClass {
     /// The provider promises the sandbox is usable again, or the outcome is unknown, or the
     /// provider (or its registration) is unavailable: retry later with the same key.
     Retry,
-    /// The provider says it cannot be done (broken sandbox, refused request).
+    /// The provider refused the request itself (a 4xx that is not about authorisation):
+    /// nothing was done, and nothing is known to be wrong with the sandbox. A release so
+    /// refused is a configuration problem for an operator and is retried with backoff; a
+    /// provision, restore or attach so refused fails the run.
+    Refused,
+    /// The provider says the sandbox is broken and cannot be recovered (`retryable: false`
+    /// with a 5xx): the only error that forces a terminate and loses a snapshot.
     Final,
 }
 
@@ -77,9 +83,8 @@ pub fn classify(e: &ProviderCallError) -> FailureClass {
         ProviderCallError::Refused { status, .. } if is_auth_refusal(*status) => {
             FailureClass::Retry
         }
-        ProviderCallError::Terminal { .. } | ProviderCallError::Refused { .. } => {
-            FailureClass::Final
-        }
+        ProviderCallError::Refused { .. } => FailureClass::Refused,
+        ProviderCallError::Terminal { .. } => FailureClass::Final,
         ProviderCallError::Recoverable { .. }
         | ProviderCallError::Uncertain { .. }
         | ProviderCallError::Unreachable(_)
@@ -240,7 +245,7 @@ fn release_attempt_failed(
     Ok(record)
 }
 
-/// A release call failed. A broken sandbox (terminal or refused) is never left as if it ran:
+/// A release call failed. A broken sandbox (a terminal error) is never left as if it ran:
 /// it gets a forced `terminate` under a new key, and a lost snapshot is recorded. A failing
 /// `terminate` can only be retried.
 pub fn release_failed(

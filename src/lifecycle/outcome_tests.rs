@@ -147,7 +147,7 @@ fn failures_are_classified_by_what_a_retry_can_do() {
         FailureClass::Retry
     );
     assert_eq!(classify(&terminal()), FailureClass::Final);
-    assert_eq!(classify(&refused()), FailureClass::Final);
+    assert_eq!(classify(&refused()), FailureClass::Refused);
     for status in [401, 403, 407] {
         assert_eq!(classify(&unauthorised(status)), FailureClass::Retry);
     }
@@ -336,8 +336,26 @@ fn retryable_release_failures_back_off_with_the_same_key() {
 }
 
 #[test]
+fn a_refused_release_is_retried_with_its_key_and_keeps_the_snapshot() {
+    let (r, _, requested) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    let key = r.release_idempotency_key.clone();
+    let failed = release_failed(r, &refused(), requested, 0.0).unwrap();
+    assert_eq!(failed.state, ResourceState::ReleaseFailed);
+    assert_eq!(
+        failed.disposition,
+        Some(ReleaseDisposition::SnapshotAndTerminate)
+    );
+    assert_eq!(failed.release_idempotency_key, key);
+    assert!(!failed.checkpoint_lost);
+    assert_eq!(failed.retry_count, 1);
+    assert_eq!(failed.next_retry_at, Some(requested + Duration::seconds(1)));
+    assert_eq!(failed.error, Some(refused().to_provider_error()));
+}
+
+#[test]
 fn a_terminal_error_forces_a_terminate_under_a_new_key_and_loses_the_snapshot() {
-    for err in [terminal(), refused()] {
+    {
+        let err = terminal();
         let (mut r, sus, requested) = releasing(ReleaseDisposition::SnapshotAndTerminate);
         r = release_failed(r, &recoverable(), requested, 0.0).unwrap();
         let old_key = r.release_idempotency_key.clone();

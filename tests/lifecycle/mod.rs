@@ -54,6 +54,7 @@ mod cycle;
 mod faults;
 mod fixture;
 mod pool;
+mod refusals;
 mod replicas;
 
 pub const TENANT: &str = "acme";

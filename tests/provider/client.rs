@@ -166,7 +166,7 @@ async fn every_failure_is_classified() {
     );
     let r = client(&base, "refused").capabilities(&opts).await;
     assert!(
-        matches!(&r, Err(e @ ProviderCallError::Refused { status: 409, .. }) if classify(e) == FailureClass::Final)
+        matches!(&r, Err(e @ ProviderCallError::Refused { status: 409, .. }) if classify(e) == FailureClass::Refused)
     );
     let r = client(&base, "plain401").capabilities(&opts).await;
     assert!(

@@ -10,6 +10,7 @@
 //!           | resume        (bringing a paused sandbox back after a failed snapshot)
 //! ACTION   := recoverable   (answer 503 retryable, doing nothing)
 //!           | terminal      (answer 500 not retryable; the named sandbox is reported lost)
+//!           | refused       (answer 409 not retryable, doing nothing: a request problem)
 //!           | drop          (do the work, then cut the connection instead of answering)
 //!           | delay_ms=N    (wait N ms, then handle normally)
 //!           | fail          (snapshot / resume only: that step fails)
@@ -41,6 +42,7 @@ sagents_text_enum::text_enum! {
 pub enum FaultAction {
     Recoverable,
     Terminal,
+    Refused,
     Drop,
     Delay(Duration),
     Fail,
@@ -132,6 +134,7 @@ fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
     let action = match parts.next().unwrap_or_default() {
         "recoverable" => FaultAction::Recoverable,
         "terminal" => FaultAction::Terminal,
+        "refused" => FaultAction::Refused,
         "drop" => FaultAction::Drop,
         "fail" => FaultAction::Fail,
         other => match other.strip_prefix("delay_ms=") {
@@ -140,7 +143,7 @@ fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
             )),
             None => {
                 return Err(err(
-                    "ACTION must be recoverable, terminal, drop, fail or delay_ms=N",
+                    "ACTION must be recoverable, terminal, refused, drop, fail or delay_ms=N",
                 ))
             }
         },

@@ -105,6 +105,10 @@ where
             )
             .into_response()
         }
+        Some(FaultAction::Refused) => {
+            return ApiError::conflict("fault.injected", format!("injected refusal on {point}"))
+                .into_response()
+        }
         Some(FaultAction::Terminal) => {
             if let Some(id) = sandbox {
                 s.engine.mark_lost(id).await;
