@@ -99,7 +99,8 @@ fn read<K: Ord>(map: &Labelled<K>, key: &K) -> u64 {
 #[derive(Debug, Default)]
 pub struct LifecycleCounters {
     /// `(disposition, outcome)`: outcome is `released`, `failed` (retried later), `refused`
-    /// (the provider refused the request: a configuration problem, retried later) or
+    /// (the provider refused the request: a configuration problem, retried later),
+    /// `abandoned` (the run resumed first; the running sandbox was kept) or
     /// `forced_terminate` (the provider reported the sandbox broken).
     releases: Labelled<(String, String)>,
     /// By operation: `release`, `provision`, `restore`, `attach`.

@@ -49,6 +49,9 @@ pub enum ResourceEvent {
     Attach,
     /// The run ended before a provision or restore was ever attempted: nothing to release.
     Abandon,
+    /// The run resumes while its release failed definitely (the provider answered and the
+    /// sandbox is running as before): the release is dropped and the sandbox kept.
+    ReleaseAbandoned,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -80,6 +83,7 @@ impl ResourceState {
             (S::ReleaseRequested | S::ReleaseFailed, E::ReleaseConfirmed) => S::Released,
             (S::ReleaseRequested | S::ReleaseFailed, E::ReleaseAttemptFailed) => S::ReleaseFailed,
             (S::ReleaseBlocked | S::Active, E::Attach) => S::Active,
+            (S::ReleaseFailed, E::ReleaseAbandoned) => S::Active,
             (S::Released, E::RestoreDue) => S::RestoreRequested,
             (from, event) => return Err(ResourceTransitionError { from, event }),
         };
@@ -211,7 +215,7 @@ mod tests {
     use ResourceEvent as E;
     use ResourceState as S;
 
-    const EVENTS: [ResourceEvent; 9] = [
+    const EVENTS: [ResourceEvent; 10] = [
         E::Ready,
         E::BindFailed,
         E::SuspendBlocked,
@@ -221,9 +225,10 @@ mod tests {
         E::RestoreDue,
         E::Attach,
         E::Abandon,
+        E::ReleaseAbandoned,
     ];
 
-    const ALLOWED: [(S, E, S); 18] = [
+    const ALLOWED: [(S, E, S); 19] = [
         (S::Provisioning, E::Ready, S::Active),
         (S::RestoreRequested, E::Ready, S::Active),
         (S::Provisioning, E::BindFailed, S::Provisioning),
@@ -246,6 +251,7 @@ mod tests {
         (S::ReleaseBlocked, E::Attach, S::Active),
         (S::Active, E::Attach, S::Active),
         (S::Released, E::RestoreDue, S::RestoreRequested),
+        (S::ReleaseFailed, E::ReleaseAbandoned, S::Active),
     ];
 
     #[test]

@@ -204,6 +204,16 @@ pub struct ProviderError {
     pub retryable: bool,
 }
 
+impl ProviderError {
+    /// The category of a failed call whose side effect is unknown (a lost answer, a timeout,
+    /// a receipt that cannot be trusted).
+    pub const UNCERTAIN: &'static str = "uncertain";
+
+    pub fn outcome_unknown(&self) -> bool {
+        self.category == Self::UNCERTAIN
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

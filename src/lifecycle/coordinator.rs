@@ -99,6 +99,7 @@ fn action_name(action: &Action) -> &'static str {
         Action::Attach => "attach",
         Action::Restore => "restore",
         Action::FailSnapshotLost => "fail_snapshot_lost",
+        Action::AbandonRelease => "abandon_release",
     }
 }
 
@@ -225,6 +226,14 @@ impl Coordinator {
                 let next = outcome::snapshot_lost(w.record.clone());
                 self.commit(w, next).await
             }
+            Action::AbandonRelease => {
+                let disposition = w.record.disposition.map_or("none", |d| d.as_str());
+                tracing::info!(disposition, "resuming: the failed release is dropped");
+                let counters = &self.store.metrics().lifecycle;
+                counters.release(disposition, "abandoned");
+                let record = outcome::abandon_release(w.record.clone())?;
+                self.commit(w, Next::plain(record)).await
+            }
             Action::Release {
                 disposition,
                 purpose,
@@ -267,7 +276,9 @@ impl Coordinator {
                 now,
             )?;
             self.save(w, intent, RunEffect::None).await?;
-        } else if waiting_for_retry(&w.record, now) {
+        } else if waiting_for_retry(&w.record, now) && w.run.state != RunState::Resuming {
+            // A resuming run's release whose outcome is unknown is retried at once: the human
+            // who answered does not wait out the backoff.
             return self.defer(w).await;
         }
         let result = match self.release_request(w, now) {

@@ -133,6 +133,23 @@ fn clear_retry(record: &mut ExecutionResourceRecord) {
     record.next_retry_at = None;
 }
 
+/// A resuming run whose release failed definitely: the provider answered, so the sandbox runs
+/// as before (a recoverable error promises it). One write drops the release and records the
+/// attach intent, so the sandbox is attached next instead of waiting out the backoff.
+pub fn abandon_release(
+    mut record: ExecutionResourceRecord,
+) -> OutcomeResult<ExecutionResourceRecord> {
+    record.state = record.state.next(ResourceEvent::ReleaseAbandoned)?;
+    record.disposition = None;
+    record.release_idempotency_key = None;
+    record.release_purpose = None;
+    record.release_requested_at = None;
+    record.error = None;
+    clear_retry(&mut record);
+    record.bind_idempotency_key = Some(bind_idempotency_key(&record, BindKind::Attach));
+    Ok(record)
+}
+
 /// The run ended before any provision or restore was attempted: no compute exists.
 pub fn abandon(mut record: ExecutionResourceRecord) -> OutcomeResult<ExecutionResourceRecord> {
     record.state = record.state.next(ResourceEvent::Abandon)?;

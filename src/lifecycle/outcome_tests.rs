@@ -353,6 +353,28 @@ fn a_refused_release_is_retried_with_its_key_and_keeps_the_snapshot() {
 }
 
 #[test]
+fn an_abandoned_release_keeps_the_sandbox_active_with_nothing_pending() {
+    let (r, _, requested) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    let failed = release_failed(r, &recoverable(), requested, 0.0).unwrap();
+    let kept = abandon_release(failed.clone()).unwrap();
+    assert_eq!(kept.state, ResourceState::Active);
+    assert_eq!(kept.generation, failed.generation);
+    assert_eq!(kept.sandbox_ref, failed.sandbox_ref);
+    assert_eq!(kept.disposition, None);
+    assert_eq!(kept.release_idempotency_key, None);
+    assert_eq!(kept.release_purpose, None);
+    assert_eq!(
+        kept.bind_idempotency_key,
+        Some(bind_idempotency_key(&kept, BindKind::Attach)),
+        "the attach is decided in the same write"
+    );
+    assert_eq!(kept.retry_count, 0);
+    assert_eq!(kept.next_retry_at, None);
+    assert!(!kept.compute_released);
+    assert!(abandon_release(record(ResourceState::Released)).is_err());
+}
+
+#[test]
 fn a_terminal_error_forces_a_terminate_under_a_new_key_and_loses_the_snapshot() {
     {
         let err = terminal();

@@ -38,6 +38,8 @@ pub enum Action {
     Restore,
     /// The sandbox checkpoint is gone: fail the run with `sandbox.snapshot_lost`.
     FailSnapshotLost,
+    /// The run resumes and its release failed definitely: keep the running sandbox.
+    AbandonRelease,
 }
 
 pub struct PlanInput<'a> {
@@ -97,16 +99,19 @@ pub fn plan(input: &PlanInput<'_>) -> Action {
         {
             end_release
         }
+        S::ReleaseFailed
+            if resuming
+                && record.release_purpose.unwrap_or(ReleasePurpose::Suspend)
+                    == ReleasePurpose::Suspend
+                && resume_plan_of(record) == ResumePlan::AbandonRelease =>
+        {
+            Action::AbandonRelease
+        }
         S::ReleaseRequested | S::ReleaseFailed => Action::Release {
             disposition: record.disposition.unwrap_or(ReleaseDisposition::Terminate),
             purpose: record.release_purpose.unwrap_or(ReleasePurpose::Suspend),
         },
-        S::Released if resuming => match rules::resume_plan(
-            record.state,
-            record.disposition,
-            record.sandbox_checkpoint.is_some(),
-            record.checkpoint_lost,
-        ) {
+        S::Released if resuming => match resume_plan_of(record) {
             ResumePlan::Restore => Action::Restore,
             ResumePlan::ProvisionFresh => Action::Provision {
                 fresh_after_release: true,
@@ -125,6 +130,17 @@ pub fn plan(input: &PlanInput<'_>) -> Action {
     }
 }
 
+fn resume_plan_of(record: &ExecutionResourceRecord) -> ResumePlan {
+    rules::resume_plan(
+        record.state,
+        record.disposition,
+        record.sandbox_checkpoint.is_some(),
+        record.checkpoint_lost,
+        // No recorded error is no evidence of a running sandbox.
+        record.error.as_ref().is_none_or(|e| e.outcome_unknown()),
+    )
+}
+
 /// When the coordinator should next look at `record`, given the plan's next action for it:
 /// the one rule for `due_at`. A pending retry waits for its time; a record the plan has
 /// nothing to do for (idle, blocked, or a sandbox just bound for a resuming run that the
@@ -134,6 +150,10 @@ pub fn due_at(
     next: &Action,
     now: DateTime<Utc>,
 ) -> Option<DateTime<Utc>> {
+    // Dropping a release calls no provider, so it has no retry to wait for.
+    if *next == Action::AbandonRelease {
+        return Some(now);
+    }
     if let Some(at) = record.next_retry_at.filter(|at| *at > now) {
         return Some(at);
     }
@@ -362,8 +382,44 @@ mod tests {
             purpose: ReleasePurpose::Suspend,
         };
         assert_eq!(plan_for(RunState::Suspended, &r, &[], None), want);
-        // Resume waits for the release to finish before restoring.
+        // A resume settles a release whose outcome is unknown before restoring...
+        r.error = Some(crate::domain::sandbox::ProviderError {
+            code: "provider.timeout".into(),
+            category: crate::domain::sandbox::ProviderError::UNCERTAIN.into(),
+            message: "timed out".into(),
+            retryable: true,
+        });
         assert_eq!(plan_for(RunState::Resuming, &r, &[], None), want);
+        // ...and keeps a sandbox the provider answered for.
+        r.error = Some(crate::domain::sandbox::ProviderError {
+            code: "sandbox.snapshot_failed".into(),
+            category: "internal".into(),
+            message: "the snapshot failed; the sandbox runs again".into(),
+            retryable: true,
+        });
+        assert_eq!(
+            plan_for(RunState::Resuming, &r, &[], None),
+            Action::AbandonRelease
+        );
+        let forced = ExecutionResourceRecord {
+            release_purpose: Some(ReleasePurpose::ForcedTerminate),
+            disposition: Some(ReleaseDisposition::Terminate),
+            ..r.clone()
+        };
+        assert!(
+            matches!(
+                plan_for(RunState::Resuming, &forced, &[], None),
+                Action::Release { .. }
+            ),
+            "a broken sandbox is never kept"
+        );
+        let now = Utc::now();
+        r.next_retry_at = Some(now + chrono::Duration::seconds(60));
+        assert_eq!(
+            due_at(&r, &Action::AbandonRelease, now),
+            Some(now),
+            "no backoff to wait out"
+        );
     }
 
     #[test]

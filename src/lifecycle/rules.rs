@@ -99,8 +99,12 @@ pub fn with_jitter(delay: Duration, factor: f64) -> Duration {
 pub enum ResumePlan {
     /// The sandbox is alive (never released, blocked or detached): attach to it.
     Attach,
-    /// A release was requested or failed; finish it (same key) before restoring.
+    /// A release is under way, or its last attempt's outcome is unknown: finish it (same key,
+    /// at once) before restoring; compute whose state is unknown is never attached.
     FinishReleaseFirst,
+    /// The last release attempt failed definitely (the provider answered; a recoverable error
+    /// promises the sandbox runs again): drop the release and attach, without waiting.
+    AbandonRelease,
     /// Restore from the sandbox checkpoint taken at release.
     Restore,
     /// The workspace lives on the host (terminate): provision fresh and re-mount it.
@@ -116,11 +120,13 @@ pub fn resume_plan(
     disposition: Option<ReleaseDisposition>,
     has_checkpoint: bool,
     checkpoint_lost: bool,
+    release_outcome_unknown: bool,
 ) -> ResumePlan {
     match state {
         ResourceState::Active | ResourceState::ReleaseBlocked | ResourceState::Provisioning => {
             ResumePlan::Attach
         }
+        ResourceState::ReleaseFailed if !release_outcome_unknown => ResumePlan::AbandonRelease,
         ResourceState::ReleaseRequested | ResourceState::ReleaseFailed => {
             ResumePlan::FinishReleaseFirst
         }
@@ -275,37 +281,44 @@ mod tests {
     fn resume_plans() {
         use ReleaseDisposition as D;
         use ResourceState as S;
+        let plan = |s, d, ckpt, lost, unknown| resume_plan(s, d, ckpt, lost, unknown);
+        let snap = Some(D::SnapshotAndTerminate);
         assert_eq!(
-            resume_plan(S::ReleaseBlocked, Some(D::Detach), false, false),
+            plan(S::ReleaseBlocked, Some(D::Detach), false, false, false),
             ResumePlan::Attach
         );
         assert_eq!(
-            resume_plan(
-                S::ReleaseFailed,
-                Some(D::SnapshotAndTerminate),
-                false,
-                false
-            ),
+            plan(S::ReleaseFailed, snap, false, false, false),
+            ResumePlan::AbandonRelease,
+            "a definite failure left the sandbox running"
+        );
+        assert_eq!(
+            plan(S::ReleaseFailed, snap, false, false, true),
+            ResumePlan::FinishReleaseFirst,
+            "an unknown outcome is settled by the release itself"
+        );
+        assert_eq!(
+            plan(S::ReleaseRequested, snap, false, false, false),
             ResumePlan::FinishReleaseFirst
         );
         assert_eq!(
-            resume_plan(S::Released, Some(D::SnapshotAndTerminate), true, false),
+            plan(S::Released, snap, true, false, false),
             ResumePlan::Restore
         );
         assert_eq!(
-            resume_plan(S::Released, Some(D::Terminate), false, false),
+            plan(S::Released, Some(D::Terminate), false, false, false),
             ResumePlan::ProvisionFresh
         );
         assert_eq!(
-            resume_plan(S::Released, Some(D::SnapshotAndTerminate), true, true),
+            plan(S::Released, snap, true, true, false),
             ResumePlan::SnapshotLost
         );
         assert_eq!(
-            resume_plan(S::Released, Some(D::SnapshotAndTerminate), false, false),
+            plan(S::Released, snap, false, false, false),
             ResumePlan::SnapshotLost
         );
         assert_eq!(
-            resume_plan(S::RestoreRequested, None, true, false),
+            plan(S::RestoreRequested, None, true, false, false),
             ResumePlan::ContinueRestore
         );
     }

@@ -119,7 +119,7 @@ impl ProviderCallError {
                     UncertainKind::UnexpectedStatus => "provider.unexpected_status",
                 }
                 .into(),
-                category: "uncertain".into(),
+                category: StoredError::UNCERTAIN.into(),
                 message: message.clone(),
                 retryable: true,
             },

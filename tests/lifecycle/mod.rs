@@ -56,6 +56,7 @@ mod fixture;
 mod pool;
 mod refusals;
 mod replicas;
+mod resume_faults;
 
 pub const TENANT: &str = "acme";
 pub const PROVIDER_TOKEN: &str = "provider-token";

@@ -1,0 +1,94 @@
+//! A human's reply never waits on a failing release: a definite failure (the provider
+//! answered, so the sandbox runs as before) is dropped and the sandbox attached at once; a
+//! lost answer is settled at once by retrying the release under its key. The manual clock
+//! never moves after the reply, so any wait on the backoff would fail these tests.
+
+use sagents::store::Backend;
+
+use super::fixture::ax_with_faults;
+use super::{assert_gone, running};
+
+crate::on_both_backends!(
+    a_reply_attaches_at_once_while_every_snapshot_fails,
+    a_reply_settles_a_lost_release_answer_at_once,
+);
+
+async fn a_reply_attaches_at_once_while_every_snapshot_fails(backend: Backend) {
+    // Each failed snapshot brings the sandbox back and answers a recoverable error.
+    let ax = ax_with_faults(backend, "snapshot=fail").await;
+    let session = ax.app.create_session().await;
+    let (run, claim) = ax.running_isolated(&session).await;
+    ax.sh(&claim, "printf v1 > state.txt").await;
+    let pid = ax.background(&claim).await;
+    ax.suspend(&claim, "approval_required").await;
+    for (attempt, wait) in [(1, 1), (2, 2), (3, 4)] {
+        assert_eq!(ax.drain().await, 1);
+        let record = ax.record(&run).await;
+        assert_eq!(record["state"], "release_failed", "{record}");
+        assert_eq!(record["retry_count"], attempt);
+        if attempt < 3 {
+            // Past the backoff and its jitter.
+            ax.advance(wait + 1);
+        }
+    }
+    assert!(running(pid));
+
+    ax.approve(&session).await;
+    assert!(ax.drain().await >= 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "active", "{record}");
+    assert_eq!(record["generation"], claim.generation + 1, "attached");
+    assert_eq!(record["release_idempotency_key"], serde_json::Value::Null);
+    assert_eq!(record["retry_count"], 0);
+    let resumed = ax.claim().await;
+    assert_eq!(resumed.kind, "resume");
+    assert_eq!(
+        resumed.sandbox_id, claim.sandbox_id,
+        "the same sandbox, kept"
+    );
+    assert_eq!(ax.sh(&resumed, "cat state.txt").await, "v1");
+    assert!(running(pid), "never released");
+    let abandoned = ax
+        .app
+        .store()
+        .metrics()
+        .lifecycle
+        .releases("snapshot_and_terminate", "abandoned");
+    assert_eq!(abandoned, 1);
+}
+
+async fn a_reply_settles_a_lost_release_answer_at_once(backend: Backend) {
+    // The provider takes the snapshot and terminates, then the answer is lost.
+    let ax = ax_with_faults(backend, "release=drop:times=1").await;
+    let session = ax.app.create_session().await;
+    let (run, claim) = ax.running_isolated(&session).await;
+    ax.sh(&claim, "printf v1 > state.txt").await;
+    let pid = ax.background(&claim).await;
+    ax.suspend(&claim, "approval_required").await;
+    assert_eq!(ax.drain().await, 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "release_failed", "{record}");
+    assert_eq!(record["error"]["category"], "uncertain");
+    let key = record["release_idempotency_key"].clone();
+
+    ax.approve(&session).await;
+    assert!(ax.drain().await >= 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "active", "{record}");
+    assert_eq!(record["generation"], claim.generation + 1, "restored");
+    let released = ax
+        .app
+        .store()
+        .metrics()
+        .lifecycle
+        .releases("snapshot_and_terminate", "released");
+    assert_eq!(released, 1, "the retry under {key} was answered");
+    assert_gone(pid, "the lost release had terminated it").await;
+    let resumed = ax.claim().await;
+    assert_eq!(resumed.kind, "resume");
+    assert_eq!(
+        ax.sh(&resumed, "cat state.txt").await,
+        "v1",
+        "restored from the snapshot"
+    );
+}
