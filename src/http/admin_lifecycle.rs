@@ -1,24 +1,28 @@
-//! Operator: a run's execution-resource record and the lifecycle figures. Reading them
-//! changes nothing a user sees.
+//! Operator: a run's execution-resource record and its history, and the lifecycle figures.
+//! Reading them changes nothing a user sees.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::Admin;
 use super::error::{ApiError, Problem};
-use super::extract::PathIds;
+use super::extract::{ApiQuery, PathIds};
+use super::sessions::EventsQuery;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::RunId;
 use crate::http::state::AppState;
 use crate::metrics::LifecycleMetrics;
-use crate::store::StoreError;
+use crate::store::{ResourceEvent, StoreError};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(execution_resource))
+        .routes(routes!(execution_resource_events))
         .routes(routes!(lifecycle_metrics))
 }
 
@@ -41,15 +45,58 @@ async fn execution_resource(
     let run_id: RunId = ids.get("run_id")?;
     match state.store.get_resource(&run_id).await {
         Ok(record) => Ok(Json(record)),
-        Err(StoreError::NotFound(_)) => Err(ApiError::new(
+        Err(e) => Err(not_found_as_resource(&run_id, e)),
+    }
+}
+
+fn not_found_as_resource(run_id: &RunId, e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound(_) => ApiError::new(
             StatusCode::NOT_FOUND,
             "execution_resource.not_found",
             format!(
                 "run `{run_id}` has no execution resource (unknown run, or one without a sandbox)"
             ),
-        )),
-        Err(e) => Err(e.into()),
+        ),
+        e => e.into(),
     }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ResourceEventPage {
+    /// Oldest first.
+    pub events: Vec<ResourceEvent>,
+    /// Pass as `after` to read on; equals the request's `after` when there is nothing new.
+    pub next_after: i64,
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/admin/runs/{run_id}/execution-resource/events",
+    tag = "admin",
+    params(("run_id" = RunId, Path, description = "The run whose compute history to show"), EventsQuery),
+    responses(
+        (status = 200, description = "A page of the run's execution-resource history: every state its record entered, with provider, generation, disposition and error code", body = ResourceEventPage),
+        (status = 404, description = "`execution_resource.not_found`: no such run, or a run without a sandbox; `run.not_found`: not a run id", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`request.invalid`: `after` or `limit` out of range", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+async fn execution_resource_events(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ids: PathIds,
+    ApiQuery(query): ApiQuery<EventsQuery>,
+) -> Result<Json<ResourceEventPage>, ApiError> {
+    let run_id: RunId = ids.get("run_id")?;
+    let (after, limit) = query.page()?;
+    let events = state
+        .store
+        .list_resource_events(&run_id, after, limit)
+        .await
+        .map_err(|e| not_found_as_resource(&run_id, e))?;
+    let next_after = events.last().map_or(after, |e| e.sequence);
+    Ok(Json(ResourceEventPage { events, next_after }))
 }
 
 #[utoipa::path(

@@ -132,6 +132,21 @@ pub struct EventsQuery {
     pub limit: Option<u32>,
 }
 
+impl EventsQuery {
+    /// `(after, limit)` with their defaults, or a 422 naming the field out of range.
+    pub fn page(&self) -> Result<(i64, u32), ApiError> {
+        let after = self.after.unwrap_or(0);
+        if after < 0 {
+            return Err(ApiError::invalid("after", "must not be negative"));
+        }
+        let limit = self.limit.unwrap_or(100);
+        if !(1..=1000).contains(&limit) {
+            return Err(ApiError::invalid("limit", "must be between 1 and 1000"));
+        }
+        Ok((after, limit))
+    }
+}
+
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct EventPage {
     /// Oldest first.
@@ -159,14 +174,7 @@ async fn list_events(
     ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Json<EventPage>, ApiError> {
     let session_id: SessionId = ids.get("session_id")?;
-    let after = query.after.unwrap_or(0);
-    if after < 0 {
-        return Err(ApiError::invalid("after", "must not be negative"));
-    }
-    let limit = query.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be between 1 and 1000"));
-    }
+    let (after, limit) = query.page()?;
     let events = state
         .store
         .list_events(auth.scope(), &session_id, after, limit)

@@ -17,6 +17,7 @@ mod jobs;
 mod lifecycle_metrics;
 mod lifecycle_work;
 mod providers;
+mod resource_events;
 mod resource_hooks;
 mod resource_writes;
 mod rows;
@@ -43,6 +44,7 @@ pub use events::SessionEvent;
 pub use idempotency::IdempotencyBegin;
 pub use interactions::ReplyOutcome;
 pub use providers::ProviderRecord;
+pub use resource_events::ResourceEvent;
 
 pub type StoreResult<T> = Result<T, StoreError>;
 

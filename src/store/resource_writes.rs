@@ -98,7 +98,7 @@ impl Store {
         let mut results = Vec::with_capacity(items.len());
         for (item, rejected) in items.iter().zip(verdicts) {
             let id = item.run_id.as_str();
-            let (Some(rec), Some(cur), None) = (runs.get(id), current.get(id), &rejected) else {
+            let (Some(_), Some(cur), None) = (runs.get(id), current.get(id), &rejected) else {
                 results.push(Err(rejected.unwrap_or(StoreError::NotFound("run"))));
                 continue;
             };
@@ -107,8 +107,9 @@ impl Store {
                 continue;
             };
             if record.state != cur.state {
-                tx.event(
-                    rec.run.session_id.as_str(),
+                tx.resource_event(
+                    id,
+                    record.version,
                     lifecycle_event(record.state),
                     json!({
                         "run_id": id,

@@ -27,6 +27,8 @@ pub(super) struct WriteTx {
     tx: Transaction<'static, Any>,
     pub now: DateTime<Utc>,
     sessions: BTreeMap<String, Touch>,
+    /// `(run_id, sequence, type, data)` for the operators' resource history.
+    resource_events: Vec<(String, i64, &'static str, serde_json::Value)>,
     work: bool,
 }
 
@@ -37,6 +39,7 @@ impl Store {
             tx,
             now: self.now(),
             sessions: BTreeMap::new(),
+            resource_events: Vec::new(),
             work: false,
         })
     }
@@ -62,6 +65,18 @@ impl WriteTx {
             .or_default()
             .events
             .push((kind, data));
+    }
+
+    /// Appends an entry to a run's execution-resource history (operators only).
+    pub fn resource_event(
+        &mut self,
+        run_id: &str,
+        sequence: i64,
+        kind: &'static str,
+        data: serde_json::Value,
+    ) {
+        self.resource_events
+            .push((run_id.to_owned(), sequence, kind, data));
     }
 
     /// Something became claimable.
@@ -94,6 +109,13 @@ impl WriteTx {
             .filter(|(_, t)| t.visible || !t.events.is_empty())
             .collect();
         let revisions = self.touch_sessions(store, &touched).await?;
+        let resource_events = std::mem::take(&mut self.resource_events);
+        let rows: Vec<(&str, i64, &str, String)> = resource_events
+            .iter()
+            .map(|(run, seq, kind, data)| Ok((run.as_str(), *seq, *kind, to_json(data)?)))
+            .collect::<StoreResult<_>>()?;
+        self.insert_events("execution_resource_events", "run_id", &rows)
+            .await?;
         if self.work {
             store
                 .notify_replicas(&mut self.tx, notify::WORK_PAYLOAD)
@@ -161,10 +183,27 @@ impl WriteTx {
                 revisions.push(((*id).clone(), revision));
             }
         }
+        self.insert_events("session_events", "session_id", &events)
+            .await?;
+        let payloads: Vec<String> = revisions
+            .iter()
+            .map(|(id, revision)| notify::session_payload(id, *revision))
+            .collect();
+        store.notify_replicas_all(&mut self.tx, &payloads).await?;
+        Ok(revisions)
+    }
+
+    /// `(key, sequence, type, data)` rows into an event table, a few hundred per statement.
+    async fn insert_events(
+        &mut self,
+        table: &str,
+        key: &str,
+        events: &[(&str, i64, &str, String)],
+    ) -> StoreResult<()> {
+        let now = to_millis(self.now);
         for chunk in events.chunks(EVENTS_PER_INSERT) {
             let sql = format!(
-                "INSERT INTO session_events (session_id, sequence, type, data, created_at) \
-                 VALUES {}",
+                "INSERT INTO {table} ({key}, sequence, type, data, created_at) VALUES {}",
                 (0..chunk.len())
                     .map(|r| format!("({}, $1)", params(2 + r * 4, 4)))
                     .collect::<Vec<_>>()
@@ -180,11 +219,6 @@ impl WriteTx {
             }
             insert.execute(&mut *self.tx).await?;
         }
-        let payloads: Vec<String> = revisions
-            .iter()
-            .map(|(id, revision)| notify::session_payload(id, *revision))
-            .collect();
-        store.notify_replicas_all(&mut self.tx, &payloads).await?;
-        Ok(revisions)
+        Ok(())
     }
 }

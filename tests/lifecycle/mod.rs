@@ -53,6 +53,7 @@ mod coordinator;
 mod cycle;
 mod faults;
 mod fixture;
+mod history;
 mod pool;
 mod refusals;
 mod replicas;

@@ -192,13 +192,23 @@ async fn a_fail_effect_fails_the_run_visibly(backend: Backend) {
         .into_iter()
         .map(|e| (e.r#type, e.data))
         .collect();
-    let released = types
+    assert!(
+        types.iter().all(|(t, _)| !t.starts_with("lifecycle.")),
+        "the session log that frontends read holds no resource state: {types:?}"
+    );
+    let history = f.store.list_resource_events(&run.id, 0, 100).await.unwrap();
+    let released = history
         .iter()
-        .find(|(t, _)| t == "lifecycle.released")
-        .expect("a lifecycle.released event");
-    assert_eq!(released.1["error_code"], json!("sandbox.broken"));
-    assert_eq!(released.1["generation"], json!(1));
-    assert_eq!(released.1["provider_id"], json!("local"));
+        .find(|e| e.r#type == "lifecycle.released")
+        .expect("a lifecycle.released entry in the resource history");
+    assert_eq!(
+        released.sequence,
+        work.record.version + 1,
+        "the version it wrote"
+    );
+    assert_eq!(released.data["error_code"], json!("sandbox.broken"));
+    assert_eq!(released.data["generation"], json!(1));
+    assert_eq!(released.data["provider_id"], json!("local"));
     for kind in [
         "run.failed",
         "interaction.cancelled",
@@ -423,11 +433,18 @@ async fn compute_changes_never_touch_the_snapshot(backend: Backend) {
     unchanged().await;
     assert_eq!(record.generation, 3);
 
-    let logged: Vec<_> = f
+    let session_log = f.store.list_events(None, &s.id, 0, 1000).await.unwrap();
+    assert!(session_log
+        .iter()
+        .all(|e| !e.r#type.starts_with("lifecycle.")));
+    let history = f
         .store
-        .list_events(None, &s.id, 0, 1000)
+        .list_resource_events(&run.id, 0, 1000)
         .await
-        .unwrap()
+        .unwrap();
+    let sequences: Vec<i64> = history.iter().map(|e| e.sequence).collect();
+    assert!(sequences.windows(2).all(|w| w[0] < w[1]), "{sequences:?}");
+    let logged: Vec<_> = history
         .into_iter()
         .filter_map(|e| e.r#type.strip_prefix("lifecycle.").map(str::to_owned))
         .collect();
