@@ -343,26 +343,3 @@ where
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
-
-/// Runs a test body once against SQLite and once against PostgreSQL.
-#[macro_export]
-macro_rules! on_both_backends {
-    ($($name:ident),+ $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(sagents::store::Backend::Sqlite).await
-                }
-            )+
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(sagents::store::Backend::Postgres).await
-                }
-            )+
-        }
-    };
-}

@@ -7,8 +7,9 @@ use serde_json::json;
 
 use super::fixture::{ax, spec_json, Ax, Claimed};
 use super::{assert_gone, running};
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     a_continue_job_holds_the_release_until_it_finishes,
     a_child_run_holds_its_parent_until_the_child_is_released,
 );

@@ -12,9 +12,10 @@ use sagents::providers::wire::SandboxState;
 use sagents::store::Backend;
 
 use super::*;
+use crate::on_both_backends;
 use crate::provider::{exec_req, proc_state, GRANT_SECRET};
 
-both!(an_isolated_run_is_released_on_suspend_and_restored_on_resume);
+on_both_backends!(an_isolated_run_is_released_on_suspend_and_restored_on_resume);
 
 /// Runs `script` in the claimed sandbox with a grant for its generation.
 async fn sh(lx: &Lx, claim: &Claim, script: &str) -> String {

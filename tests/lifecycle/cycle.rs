@@ -10,9 +10,10 @@ use serde_json::json;
 use super::fixture::{ax, spec_json};
 use super::{assert_gone, running};
 use crate::common::app::expect_problem;
+use crate::on_both_backends;
 use crate::provider::proc_state;
 
-both!(
+on_both_backends!(
     an_isolated_sandbox_is_snapshotted_away_and_restored_with_its_files,
     an_active_workspace_is_terminated_and_provisioned_fresh_over_its_host_files,
     a_policy_hold_keeps_the_sandbox_and_never_counts_it_released,

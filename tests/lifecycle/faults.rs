@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 
 use super::fixture::{ax_with_faults, spec_json, Ax, Claimed};
 use super::{assert_gone, running, Replica, PROVIDER_TOKEN};
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     failing_releases_back_off_while_the_user_sees_nothing_and_end_released,
     a_broken_sandbox_is_force_terminated_and_its_resume_fails_with_snapshot_lost,
     provisions_are_retried_and_a_refused_one_fails_the_run,

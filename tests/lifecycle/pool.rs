@@ -20,9 +20,10 @@ use super::fixture::ax_with;
 use super::{register, spec, PROVIDER_TOKEN, TENANT};
 use crate::common::app::{until, Options};
 use crate::common::db;
+use crate::on_both_backends;
 use crate::provider::Harness;
 
-both!(the_app_provisions_a_new_run_at_once_and_a_waiting_claim_gets_it);
+on_both_backends!(the_app_provisions_a_new_run_at_once_and_a_waiting_claim_gets_it);
 
 const LIMIT: StdDuration = StdDuration::from_secs(20);
 

@@ -11,8 +11,9 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{fx, hash, run_cmd, suspend_cmd, ttl, TTL};
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     claims_oldest_first_within_max_and_tenant,
     claims_take_runs_in_the_order_they_became_available,
     runs_with_a_sandbox_spec_wait,

@@ -8,8 +8,9 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{fx, hash, reply, run_cmd, suspend_cmd, ttl};
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     a_run_suspends_waits_for_a_reply_and_resumes,
     create_run_checks_its_input,
     suspend_checks_the_checkpoint,

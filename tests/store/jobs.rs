@@ -5,8 +5,9 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{fx, suspend_cmd, Fx};
+use crate::on_both_backends;
 
-both!(jobs_only_move_forward);
+on_both_backends!(jobs_only_move_forward);
 
 fn job(token: i64, pause: PauseBehavior) -> CreateJob {
     CreateJob {

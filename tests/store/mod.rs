@@ -18,29 +18,6 @@ use serde_json::json;
 
 use crate::common::db::{self, TestDb};
 
-/// `both!(a, b)` runs `async fn a(backend: Backend)` once per backend:
-/// `store::<file>::sqlite::a` and `store::<file>::postgres::a`.
-macro_rules! both {
-    ($($name:ident),+ $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(sagents::store::Backend::Sqlite).await
-                }
-            )+
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(sagents::store::Backend::Postgres).await
-                }
-            )+
-        }
-    };
-}
-
 mod admin;
 mod claims;
 mod cycle;

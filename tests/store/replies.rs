@@ -7,8 +7,9 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{fx, reply, suspend_cmd};
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     replies_resolve_once_and_replay_the_first_answer,
     replies_must_fit_the_interaction,
     expired_interactions_fail_their_runs,

@@ -10,8 +10,9 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{fx, hash, reply, run_cmd, suspend_cmd, ttl};
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     sessions_are_created_and_isolated_by_tenant,
     parent_sessions_must_belong_to_the_same_tenant,
     snapshot_lists_runs_and_pending_interactions_in_order,

@@ -15,9 +15,10 @@ use super::{
     activate, due_work, register, sandbox_ref, sandbox_run, save_and_release, settle, spec,
     work_for, COORDINATOR,
 };
+use crate::on_both_backends;
 use crate::store::{fx, hash, run_cmd, ttl, Fx, TTL};
 
-both!(
+on_both_backends!(
     a_run_with_a_spec_gets_a_due_record,
     an_unregistered_provider_is_refused,
     runtime_claims_wait_for_active_compute,

@@ -10,9 +10,10 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{running, sandbox_run, save_and_release, settle, work_for};
+use crate::on_both_backends;
 use crate::store::{fx, hash, reply, suspend_cmd, Fx};
 
-both!(
+on_both_backends!(
     suspending_and_resuming_make_the_record_due,
     ending_a_run_makes_its_record_due,
     a_finished_job_wakes_a_blocked_record,

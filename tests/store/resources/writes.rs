@@ -15,9 +15,10 @@ use serde_json::json;
 use super::{
     activate, due_work, register, release, running, sandbox_run, save_and_release, work_for,
 };
+use crate::on_both_backends;
 use crate::store::{fx, suspend_cmd, ttl, TTL};
 
-both!(
+on_both_backends!(
     saves_are_fenced_and_compare_and_set,
     a_fail_effect_fails_the_run_visibly,
     a_released_child_wakes_its_blocked_ancestors,
