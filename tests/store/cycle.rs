@@ -303,7 +303,7 @@ async fn cancel_closes_what_the_run_left_open(backend: Backend) {
         f.claim_one("acme").await
     };
     let queued = f.run(&s).await;
-    let interaction = f.snapshot(&s).await.pending_interactions[0].id.clone();
+    let interaction = f.pending_interaction(&s).await;
 
     for id in [&suspended, &running.run.id, &queued.id] {
         let r = f.store.cancel_run(Some("acme"), &s.id, id).await.unwrap();

@@ -12,7 +12,7 @@ use sagents::domain::interaction::{InteractionType, SuspensionReason};
 use sagents::domain::run::Run;
 use sagents::domain::session::Session;
 use sagents::domain::snapshot::Snapshot;
-use sagents::domain::RunId;
+use sagents::domain::{InteractionId, RunId};
 use sagents::store::{Backend, Store};
 use serde_json::json;
 
@@ -81,6 +81,13 @@ impl Fx {
             .snapshot(Some(&session.tenant_id), &session.id)
             .await
             .unwrap()
+    }
+
+    /// The id of the first interaction pending in `session`.
+    pub async fn pending_interaction(&self, session: &Session) -> InteractionId {
+        self.snapshot(session).await.pending_interactions[0]
+            .id
+            .clone()
     }
 
     /// Claims exactly one run and returns it.

@@ -26,7 +26,7 @@ async fn replies_resolve_once_and_replay_the_first_answer(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
     let (run_id, _) = f.suspended(&s, true).await;
-    let id = f.snapshot(&s).await.pending_interactions[0].id.clone();
+    let id = f.pending_interaction(&s).await;
 
     let mut first = reply("approve");
     first.expected_revision = Some(1);
@@ -79,7 +79,7 @@ async fn replies_must_fit_the_interaction(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
     f.suspended(&s, true).await;
-    let id = f.snapshot(&s).await.pending_interactions[0].id.clone();
+    let id = f.pending_interaction(&s).await;
     let before = f.snapshot(&s).await;
 
     match f
@@ -143,7 +143,7 @@ async fn expired_interactions_fail_their_runs(backend: Backend) {
         .suspend_run(Some("acme"), &claim.run.id, &cmd)
         .await
         .unwrap();
-    let id = f.snapshot(&s).await.pending_interactions[0].id.clone();
+    let id = f.pending_interaction(&s).await;
     assert_eq!(f.store.expire_interactions().await.unwrap(), 0);
 
     f.advance(60);

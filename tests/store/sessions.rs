@@ -341,7 +341,7 @@ async fn events_log_every_step_in_sequence(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
     let (run_id, _) = f.suspended(&s, true).await;
-    let interaction = f.snapshot(&s).await.pending_interactions[0].id.clone();
+    let interaction = f.pending_interaction(&s).await;
     let mut answer = reply("approve");
     answer.payload = json!({ "password": "hunter2" });
     f.store
