@@ -192,6 +192,11 @@ impl Lx {
             .unwrap()
     }
 
+    pub async fn isolated_run(&self, session: &Session) -> Run {
+        self.run(session, spec(WorkspaceMode::Isolated, None), None)
+            .await
+    }
+
     pub async fn record(&self, run: &RunId) -> ExecutionResourceRecord {
         self.store().get_resource(run).await.unwrap()
     }

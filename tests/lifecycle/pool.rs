@@ -185,8 +185,8 @@ async fn a_keeper_gives_up_when_its_lease_is_taken_or_about_to_expire() {
     let b = lx.replica("replica-b").await;
     let doomed = lx.replica("replica-c").await;
     let s = lx.session().await;
-    lx.run(&s, spec(WorkspaceMode::Isolated, None), None).await;
-    lx.run(&s, spec(WorkspaceMode::Isolated, None), None).await;
+    lx.isolated_run(&s).await;
+    lx.isolated_run(&s).await;
     // Renewals every 100 ms of real time.
     let period_ttl = StdDuration::from_millis(300);
 
