@@ -28,10 +28,7 @@ async fn an_isolated_sandbox_is_snapshotted_away_and_restored_with_its_files(bac
     assert_eq!(record["state"], "provisioning");
     ax.claim_none().await;
 
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
-    assert_eq!(record["state"], "active");
-    assert_eq!(record["generation"], 1);
+    let record = ax.drain_to_active(&run, 1).await;
     let claim = ax.claim().await;
     assert_eq!(claim.kind, "start");
     assert_eq!(claim.generation, 1);
@@ -71,10 +68,7 @@ async fn an_isolated_sandbox_is_snapshotted_away_and_restored_with_its_files(bac
     ax.approve(&session).await;
     let resuming = ax.snapshot_bytes(&session).await;
     ax.claim_none().await;
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
-    assert_eq!(record["state"], "active");
-    assert_eq!(record["generation"], 2);
+    let record = ax.drain_to_active(&run, 2).await;
     assert_ne!(
         record["sandbox_ref"]["sandbox_id"],
         claim.sandbox_id.as_str()
@@ -134,10 +128,7 @@ async fn an_active_workspace_is_terminated_and_provisioned_fresh_over_its_host_f
     assert_eq!(ax.snapshot_bytes(&session).await, suspended);
 
     ax.approve(&session).await;
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
-    assert_eq!(record["state"], "active");
-    assert_eq!(record["generation"], 2);
+    let record = ax.drain_to_active(&run, 2).await;
     let fresh = record["sandbox_ref"]["sandbox_id"].as_str().unwrap();
     assert_ne!(fresh, claim.sandbox_id);
     assert_eq!(ax.provider.sandbox_state(fresh).await, SandboxState::Ready);
@@ -195,10 +186,7 @@ async fn a_policy_hold_keeps_the_sandbox_and_never_counts_it_released(backend: B
     assert_eq!(ax.snapshot_bytes(&session).await, suspended);
 
     ax.approve(&session).await;
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
-    assert_eq!(record["state"], "active");
-    assert_eq!(record["generation"], 2);
+    let record = ax.drain_to_active(&run, 2).await;
     assert_eq!(
         record["sandbox_ref"]["sandbox_id"],
         claim.sandbox_id.as_str()

@@ -168,12 +168,7 @@ async fn provisions_are_retried_and_a_refused_one_fails_the_run(backend: Backend
     assert_eq!(key, json!(format!("{run}:g1:provision")));
     ax.claim_none().await;
     ax.advance(2);
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
-    assert_eq!(
-        (record["state"].clone(), record["generation"].clone()),
-        (json!("active"), json!(1))
-    );
+    ax.drain_to_active(&run, 1).await;
     assert_eq!(ax.app.state.metrics.lifecycle.retries("provision"), 1);
 
     // The provider refuses a workspace outside its root: nothing to retry, the run fails.

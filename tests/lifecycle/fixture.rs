@@ -243,6 +243,16 @@ impl Ax {
         assert_eq!(run["state"], "suspended");
     }
 
+    /// Has the coordinator act once and asserts the run's compute is active in `generation`;
+    /// the run's record.
+    pub async fn drain_to_active(&self, run_id: &str, generation: i64) -> Value {
+        assert_eq!(self.drain().await, 1);
+        let record = self.record(run_id).await;
+        assert_eq!(record["state"], "active", "{record}");
+        assert_eq!(record["generation"], generation);
+        record
+    }
+
     /// Suspends the claimed run and has the coordinator act on it once: the snapshot as the
     /// user saw it on suspension, and the run's record after.
     pub async fn suspend_and_drain(
