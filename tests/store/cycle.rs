@@ -236,8 +236,7 @@ async fn create_run_checks_its_input(backend: Backend) {
 async fn suspend_checks_the_checkpoint(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
-    f.run(&s).await;
-    let claim = f.claim_one("acme").await;
+    let claim = f.claimed(&s).await;
     let run_id = &claim.run.id;
     let token = claim.lease.fencing_token;
     let before = f.snapshot(&s).await;
@@ -298,10 +297,7 @@ async fn cancel_closes_what_the_run_left_open(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
     let (suspended, _) = f.suspended(&s, true).await;
-    let running = {
-        f.run(&s).await;
-        f.claim_one("acme").await
-    };
+    let running = f.claimed(&s).await;
     let queued = f.run(&s).await;
     let interaction = f.pending_interaction(&s).await;
 

@@ -30,8 +30,7 @@ async fn update(f: &Fx, run: &RunId, job: &JobId, state: JobState) -> Result<Job
 async fn jobs_only_move_forward(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
-    f.run(&s).await;
-    let claim = f.claim_one("acme").await;
+    let claim = f.claimed(&s).await;
     let run = &claim.run.id;
     let mut external = job(claim.lease.fencing_token, PauseBehavior::Continue);
     external.execution_affinity = Some(ExecutionAffinity::External);

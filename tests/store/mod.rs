@@ -101,6 +101,14 @@ impl Fx {
         claims.remove(0)
     }
 
+    /// A new run in `session`, claimed.
+    pub async fn claimed(&self, session: &Session) -> Claim {
+        let run = self.run(session).await;
+        let claim = self.claim_one(&session.tenant_id).await;
+        assert_eq!(claim.run.id, run.id, "the new run is the one claimed");
+        claim
+    }
+
     /// Asserts that nothing of `tenant` (None: of any tenant) can be claimed now.
     pub async fn nothing_claimable(&self, tenant: Option<&str>) {
         let claims = self
@@ -114,8 +122,7 @@ impl Fx {
     /// A run that is `suspended` with a pending approval; returns the run id and the claim
     /// that suspended it.
     pub async fn suspended(&self, session: &Session, interaction: bool) -> (RunId, Claim) {
-        self.run(session).await;
-        let claim = self.claim_one(&session.tenant_id).await;
+        let claim = self.claimed(session).await;
         self.store
             .suspend_run(
                 Some(&session.tenant_id),

@@ -130,8 +130,7 @@ async fn expired_interactions_fail_their_runs(backend: Backend) {
     let keeper = f.session("acme").await;
     f.suspended(&keeper, true).await;
 
-    f.run(&s).await;
-    let claim = f.claim_one("acme").await;
+    let claim = f.claimed(&s).await;
     let mut cmd = suspend_cmd(claim.lease.fencing_token, 1, true);
     cmd.interaction = Some(NewInteraction {
         interaction_type: InteractionType::UserInput,
