@@ -152,10 +152,7 @@ async fn tenants_never_see_each_other(backend: Backend) {
         ),
         (
             Method::POST,
-            format!(
-                "/v1/sessions/{}/interactions/{}/reply",
-                s.session_id, s.interaction_id
-            ),
+            s.reply_path(),
             &frontend,
             json!({"decision": "approve"}),
             "",

@@ -34,10 +34,7 @@ fn spec(version: &str) -> serde_json::Value {
 async fn bad_input_is_refused_and_changes_nothing(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let s = app.suspended_with_interaction().await;
-    let reply = format!(
-        "/v1/sessions/{}/interactions/{}/reply",
-        s.session_id, s.interaction_id
-    );
+    let reply = s.reply_path();
     let runs = format!("/v1/sessions/{}/runs", s.session_id);
     let suspend = format!("/v1/runs/{}/suspend", s.run_id);
     let snapshot = format!("/v1/sessions/{}/snapshot", s.session_id);

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::common::app::{expect_json, hash, suspend_body, TestApp};
+use crate::common::app::{expect_json, hash, TestApp};
 use crate::on_both_backends;
 use sagents::store::Backend;
 
@@ -16,10 +16,7 @@ on_both_backends!(
 
 async fn whole_cycle(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let session_id = app.create_session().await;
-    let run_id = app.create_run(&session_id).await;
-
-    let claim = app.claim_one("worker-1").await;
+    let (session_id, run_id, claim) = app.claimed_run("worker-1").await;
     assert_eq!(claim["kind"], "start");
     assert_eq!(claim["run"]["id"], run_id.as_str());
     assert_eq!(claim["run"]["state"], "running");
@@ -49,15 +46,7 @@ async fn whole_cycle(backend: Backend) {
     assert_eq!(job["pause_behavior"], "detach");
     let job_id = job["id"].as_str().unwrap().to_owned();
 
-    let suspended = app
-        .post_ok(
-            &format!("/v1/runs/{run_id}/suspend"),
-            &app.runtime,
-            &suspend_body(token, 1, true),
-            200,
-        )
-        .await;
-    assert_eq!(suspended["state"], "suspended");
+    app.suspend(&run_id, token, true).await;
 
     // Jobs finish after their run handed back its lease: no fencing token needed.
     let done = app

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::common::app::{expect_problem, hash, suspend_body, Options, TestApp};
+use crate::common::app::{expect_problem, hash, Options, TestApp};
 use crate::on_both_backends;
 use sagents::store::Backend;
 
@@ -21,9 +21,7 @@ async fn stale_and_expired_tokens_lose_the_lease(backend: Backend) {
         },
     )
     .await;
-    let session_id = app.create_session().await;
-    let run_id = app.create_run(&session_id).await;
-    let first = app.claim_one("w1").await;
+    let (session_id, run_id, first) = app.claimed_run("w1").await;
     let t1 = first["lease"]["fencing_token"].as_i64().unwrap();
     let lease1 = first["lease"]["lease_id"].as_str().unwrap().to_owned();
     let heartbeat = format!("/v1/runtime/leases/{lease1}/heartbeat");
@@ -108,18 +106,9 @@ async fn stale_and_expired_tokens_lose_the_lease(backend: Backend) {
 
 async fn a_hash_mismatch_on_resume_fails_the_run(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let session_id = app.create_session().await;
-    let run_id = app.create_run(&session_id).await;
-    let t1 = app.claim_one("w1").await["lease"]["fencing_token"]
-        .as_i64()
-        .unwrap();
-    app.post_ok(
-        &format!("/v1/runs/{run_id}/suspend"),
-        &app.runtime,
-        &suspend_body(t1, 1, false),
-        200,
-    )
-    .await;
+    let (session_id, run_id, claim) = app.claimed_run("w1").await;
+    let t1 = claim["lease"]["fencing_token"].as_i64().unwrap();
+    app.suspend(&run_id, t1, false).await;
     let resumed = app
         .post_ok(
             &format!("/v1/sessions/{session_id}/runs/{run_id}/resume"),
@@ -174,10 +163,7 @@ async fn explicit_resume_and_cancel(backend: Backend) {
     expect_problem(twice, 409, "run.terminal", None).await;
     let reply = app
         .post(
-            &format!(
-                "/v1/sessions/{}/interactions/{}/reply",
-                s.session_id, s.interaction_id
-            ),
+            &s.reply_path(),
             &app.frontend,
             &json!({"decision": "approve"}),
         )

@@ -66,10 +66,7 @@ async fn replays_and_key_reuse(backend: Backend) {
 
     // Answers below 500 are stored too, problems included.
     let s = app.suspended_with_interaction().await;
-    let reply = format!(
-        "/v1/sessions/{}/interactions/{}/reply",
-        s.session_id, s.interaction_id
-    );
+    let reply = s.reply_path();
     let bad = json!({"decision": "maybe"});
     let refused = post_with_key(&app, &reply, &app.frontend, "reply-1", &bad).await;
     let refused = expect_problem(refused, 422, "request.invalid", Some("decision")).await;

@@ -25,10 +25,7 @@ async fn a_database_outage_is_a_503_and_the_replica_recovers_by_itself() {
     )
     .await;
     let s = app.suspended_with_interaction().await;
-    let reply_path = format!(
-        "/v1/sessions/{}/interactions/{}/reply",
-        s.session_id, s.interaction_id
-    );
+    let reply_path = s.reply_path();
     // The same reply every time, under one idempotency key.
     let approve = || {
         app.request(reqwest::Method::POST, &reply_path, &app.frontend)

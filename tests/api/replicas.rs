@@ -45,10 +45,7 @@ async fn a_reply_on_one_replica_wakes_a_long_poll_on_the_other() {
     };
     a.until_waiting(1).await;
     b.post_ok(
-        &format!(
-            "/v1/sessions/{}/interactions/{}/reply",
-            s.session_id, s.interaction_id
-        ),
+        &s.reply_path(),
         &b.frontend,
         &json!({"decision": "approve"}),
         200,

@@ -216,21 +216,33 @@ impl TestApp {
         claims[0].clone()
     }
 
-    /// A session with one claimed run, suspended with a checkpoint and a pending approval.
-    pub async fn suspended_with_interaction(&self) -> Suspended {
+    /// A new session with one queued run, claimed by `worker`: the session, the run and the claim.
+    pub async fn claimed_run(&self, worker: &str) -> (String, String, Value) {
         let session_id = self.create_session().await;
         let run_id = self.create_run(&session_id).await;
-        let claim = self.claim_one("w1").await;
-        let token = claim["lease"]["fencing_token"].as_i64().unwrap();
+        let claim = self.claim_one(worker).await;
+        (session_id, run_id, claim)
+    }
+
+    /// Suspends the run under `fencing_token` with checkpoint 1 (and a pending approval if
+    /// `with_interaction`).
+    pub async fn suspend(&self, run_id: &str, fencing_token: i64, with_interaction: bool) {
         let run = self
             .post_ok(
                 &format!("/v1/runs/{run_id}/suspend"),
                 &self.runtime,
-                &suspend_body(token, 1, true),
+                &suspend_body(fencing_token, 1, with_interaction),
                 200,
             )
             .await;
         assert_eq!(run["state"], "suspended");
+    }
+
+    /// A session with one claimed run, suspended with a checkpoint and a pending approval.
+    pub async fn suspended_with_interaction(&self) -> Suspended {
+        let (session_id, run_id, claim) = self.claimed_run("w1").await;
+        let token = claim["lease"]["fencing_token"].as_i64().unwrap();
+        self.suspend(&run_id, token, true).await;
         let snap = self
             .get_ok(
                 &format!("/v1/sessions/{session_id}/snapshot"),
@@ -265,6 +277,16 @@ pub struct Suspended {
     pub session_id: String,
     pub run_id: String,
     pub interaction_id: String,
+}
+
+impl Suspended {
+    /// Where a frontend replies to the pending interaction.
+    pub fn reply_path(&self) -> String {
+        format!(
+            "/v1/sessions/{}/interactions/{}/reply",
+            self.session_id, self.interaction_id
+        )
+    }
 }
 
 pub async fn token(store: &Store, role: Role, tenant: Option<&str>) -> String {
@@ -342,27 +364,4 @@ where
         );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-}
-
-/// Runs a test body once against SQLite and once against PostgreSQL.
-#[macro_export]
-macro_rules! on_both_backends {
-    ($($name:ident),+ $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(sagents::store::Backend::Sqlite).await
-                }
-            )+
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(sagents::store::Backend::Postgres).await
-                }
-            )+
-        }
-    };
 }

@@ -2,7 +2,8 @@
 //! process (started on first use, stopped at exit). Every test gets its own database, cloned
 //! from a template that is migrated once.
 
-use std::path::PathBuf;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
@@ -12,7 +13,8 @@ use sagents::notify::ChangeHub;
 use sagents::store::Store;
 use sqlx::{Connection, Executor, PgConnection};
 
-const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+/// Where Debian and Ubuntu put each installed major version's server binaries.
+const VERSIONED_BINDIRS: &str = "/usr/lib/postgresql";
 
 struct Cluster {
     root: PathBuf,
@@ -21,6 +23,7 @@ struct Cluster {
 
 /// The server's maintenance URL (database `postgres` or the one in `TEST_DATABASE_URL`).
 static SERVER: OnceLock<Result<String, String>> = OnceLock::new();
+static BINDIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 static CLUSTER: OnceLock<Cluster> = OnceLock::new();
 static TEMPLATE: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
 /// `CREATE DATABASE … TEMPLATE` refuses to run while another clone of it is in progress.
@@ -58,10 +61,80 @@ fn postgres_ids() -> (u32, u32) {
     }
 }
 
+fn has_initdb(dir: &Path) -> bool {
+    std::fs::metadata(dir.join("initdb"))
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The major version a `<VERSIONED_BINDIRS>/<version>/bin` folder is for, as numbers.
+fn version_of(bindir: &Path) -> Option<Vec<u32>> {
+    let version = bindir.parent()?.file_name()?.to_str()?;
+    version.split('.').map(|part| part.parse().ok()).collect()
+}
+
+/// The folder of the highest version among `bindirs`, compared as numbers (9.6 < 15 < 16).
+fn newest(bindirs: impl IntoIterator<Item = PathBuf>) -> Option<PathBuf> {
+    bindirs
+        .into_iter()
+        .filter_map(|dir| Some((version_of(&dir)?, dir)))
+        .max()
+        .map(|(_, dir)| dir)
+}
+
+fn initdb_on_path() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    let dir = std::env::split_paths(&path).find(|dir| has_initdb(dir))?;
+    // A linked `initdb` (as in /usr/local/bin) may stand alone; `pg_ctl` sits by its target.
+    let initdb = std::fs::canonicalize(dir.join("initdb")).ok()?;
+    initdb.parent().map(Path::to_path_buf)
+}
+
+fn pg_config_bindir() -> Option<PathBuf> {
+    let out = Command::new("pg_config").arg("--bindir").output().ok()?;
+    let dir = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    (out.status.success() && has_initdb(&dir)).then_some(dir)
+}
+
+fn versioned_bindir() -> Option<PathBuf> {
+    let versions = std::fs::read_dir(VERSIONED_BINDIRS).ok()?;
+    newest(
+        versions
+            .filter_map(|entry| Some(entry.ok()?.path().join("bin")))
+            .filter(|dir| has_initdb(dir)),
+    )
+}
+
+/// The folder with PostgreSQL's server binaries: `PG_BINDIR`, else `initdb` on `PATH`, else
+/// `pg_config --bindir`, else the newest `/usr/lib/postgresql/<version>/bin`.
+fn pg_bindir() -> Result<&'static Path, String> {
+    let found = BINDIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("PG_BINDIR").filter(|d| !d.is_empty()) {
+            let dir = PathBuf::from(dir);
+            return if has_initdb(&dir) {
+                Ok(dir)
+            } else {
+                Err(format!("PG_BINDIR={} has no initdb", dir.display()))
+            };
+        }
+        initdb_on_path()
+            .or_else(pg_config_bindir)
+            .or_else(versioned_bindir)
+            .ok_or_else(|| {
+                format!(
+                    "no PostgreSQL server binaries (initdb, pg_ctl) found: looked at $PG_BINDIR, \
+                     initdb on $PATH, `pg_config --bindir` and {VERSIONED_BINDIRS}/*/bin. \
+                     Install them (`apt-get install postgresql`), point PG_BINDIR at their \
+                     folder, or set TEST_DATABASE_URL to use a running server"
+                )
+            })
+    });
+    found.as_deref().map_err(Clone::clone)
+}
+
 fn run_as_postgres(root: &PathBuf, program: &str, args: &[&str]) -> Result<(), String> {
     let out = Command::new("runuser")
         .args(["-u", "postgres", "--"])
-        .arg(format!("{PG_BIN}/{program}"))
+        .arg(pg_bindir()?.join(program))
         .args(args)
         .current_dir(root)
         .output()
@@ -301,4 +374,19 @@ pub async fn fresh_postgres_url() -> String {
 /// A fresh database with no tables at all.
 pub async fn blank_postgres_database() -> (String, PgDatabase) {
     create_database("template0").await
+}
+
+#[test]
+fn the_newest_bindir_is_picked_by_number_not_by_text() {
+    let dir = |version: &str| PathBuf::from(format!("{VERSIONED_BINDIRS}/{version}/bin"));
+    let newest_of = |versions: &[&str]| newest(versions.iter().map(|v| dir(v)));
+    assert_eq!(newest_of(&["15", "9.6", "16", "10"]), Some(dir("16")));
+    assert_eq!(newest_of(&["9.6", "15"]), Some(dir("15")));
+    assert_eq!(newest_of(&["9.6", "9.10"]), Some(dir("9.10")));
+    assert_eq!(
+        newest_of(&["16", "latest"]),
+        Some(dir("16")),
+        "a folder that is not a version is passed over"
+    );
+    assert_eq!(newest_of(&[]), None);
 }

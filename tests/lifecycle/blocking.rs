@@ -7,8 +7,9 @@ use serde_json::json;
 
 use super::fixture::{ax, spec_json, Ax, Claimed};
 use super::{assert_gone, running};
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     a_continue_job_holds_the_release_until_it_finishes,
     a_child_run_holds_its_parent_until_the_child_is_released,
 );
@@ -40,11 +41,9 @@ async fn a_continue_job_holds_the_release_until_it_finishes(backend: Backend) {
     let holding = job(&ax, &claim, "continue", "sandbox").await;
     job(&ax, &claim, "continue", "external").await;
     job(&ax, &claim, "cancel", "sandbox").await;
-    ax.suspend(&claim, "approval_required").await;
-    let user_view = ax.snapshot_bytes(&session).await;
-
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
+    let (user_view, record) = ax
+        .suspend_and_drain(&session, &claim, "approval_required")
+        .await;
     assert_eq!(record["state"], "release_blocked");
     assert_eq!(record["blocking_job_ids"], json!([holding]));
     assert_eq!(record["disposition"], "snapshot_and_terminate");

@@ -5,16 +5,17 @@ use sagents::domain::commands::{CompleteRun, ConfirmResumed};
 use sagents::domain::interaction::SuspensionReason;
 use sagents::domain::resource::ResourceState;
 use sagents::domain::run::RunState;
-use sagents::domain::sandbox::{ReleaseDisposition, WorkspaceMode};
+use sagents::domain::sandbox::ReleaseDisposition;
 use sagents::providers::client::CallOptions;
 use sagents::providers::grant;
 use sagents::providers::wire::SandboxState;
 use sagents::store::Backend;
 
 use super::*;
+use crate::on_both_backends;
 use crate::provider::{exec_req, proc_state, GRANT_SECRET};
 
-both!(an_isolated_run_is_released_on_suspend_and_restored_on_resume);
+on_both_backends!(an_isolated_run_is_released_on_suspend_and_restored_on_resume);
 
 /// Runs `script` in the claimed sandbox with a grant for its generation.
 async fn sh(lx: &Lx, claim: &Claim, script: &str) -> String {
@@ -39,15 +40,6 @@ async fn sh(lx: &Lx, claim: &Claim, script: &str) -> String {
     out.stdout
 }
 
-async fn sandbox_state(lx: &Lx, sandbox_id: &str) -> SandboxState {
-    lx.provider
-        .client
-        .inspect(sandbox_id, &CallOptions::default())
-        .await
-        .unwrap()
-        .state
-}
-
 fn sandbox_id(record: &ExecutionResourceRecord) -> String {
     record.sandbox_ref.as_ref().unwrap().sandbox_id.clone()
 }
@@ -55,7 +47,7 @@ fn sandbox_id(record: &ExecutionResourceRecord) -> String {
 async fn an_isolated_run_is_released_on_suspend_and_restored_on_resume(backend: Backend) {
     let lx = lx(backend).await;
     let s = lx.session().await;
-    let run = lx.run(&s, spec(WorkspaceMode::Isolated, None), None).await;
+    let run = lx.isolated_run(&s).await;
     let record = lx.record(&run.id).await;
     assert_eq!(record.state, ResourceState::Provisioning);
     assert!(record.due_at.is_some());
@@ -67,7 +59,7 @@ async fn an_isolated_run_is_released_on_suspend_and_restored_on_resume(backend: 
     assert_eq!(record.generation, 1);
     assert_eq!(record.due_at, None);
     let first = sandbox_id(&record);
-    assert_eq!(sandbox_state(&lx, &first).await, SandboxState::Ready);
+    assert_eq!(lx.provider.sandbox_state(&first).await, SandboxState::Ready);
 
     let claim = lx.claim_one().await;
     assert_eq!(claim.kind, ClaimKind::Start);
@@ -99,7 +91,10 @@ async fn an_isolated_run_is_released_on_suspend_and_restored_on_resume(backend: 
     assert!(record.sandbox_checkpoint.is_some());
     assert!(record.released_at.is_some());
     assert_gone(pid, "no process outlives the release").await;
-    assert_eq!(sandbox_state(&lx, &first).await, SandboxState::Terminated);
+    assert_eq!(
+        lx.provider.sandbox_state(&first).await,
+        SandboxState::Terminated
+    );
     let after = lx.store().snapshot(Some(TENANT), &s.id).await.unwrap();
     assert_eq!(
         serde_json::to_vec(&before).unwrap(),
@@ -168,6 +163,9 @@ async fn an_isolated_run_is_released_on_suspend_and_restored_on_resume(backend: 
     assert_eq!(record.state, ResourceState::Released);
     assert_eq!(record.disposition, Some(ReleaseDisposition::Terminate));
     assert_gone(pid, "no sandbox outlives its run").await;
-    assert_eq!(sandbox_state(&lx, &second).await, SandboxState::Terminated);
+    assert_eq!(
+        lx.provider.sandbox_state(&second).await,
+        SandboxState::Terminated
+    );
     assert_eq!(lx.drain().await, 0);
 }

@@ -10,9 +10,10 @@ use serde_json::json;
 use super::fixture::{ax, spec_json};
 use super::{assert_gone, running};
 use crate::common::app::expect_problem;
+use crate::on_both_backends;
 use crate::provider::proc_state;
 
-both!(
+on_both_backends!(
     an_isolated_sandbox_is_snapshotted_away_and_restored_with_its_files,
     an_active_workspace_is_terminated_and_provisioned_fresh_over_its_host_files,
     a_policy_hold_keeps_the_sandbox_and_never_counts_it_released,
@@ -27,10 +28,7 @@ async fn an_isolated_sandbox_is_snapshotted_away_and_restored_with_its_files(bac
     assert_eq!(record["state"], "provisioning");
     ax.claim_none().await;
 
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
-    assert_eq!(record["state"], "active");
-    assert_eq!(record["generation"], 1);
+    let record = ax.drain_to_active(&run, 1).await;
     let claim = ax.claim().await;
     assert_eq!(claim.kind, "start");
     assert_eq!(claim.generation, 1);
@@ -44,17 +42,16 @@ async fn an_isolated_sandbox_is_snapshotted_away_and_restored_with_its_files(bac
     let pid = ax.background(&claim).await;
     assert!(proc_state(pid).is_some());
 
-    ax.suspend(&claim, "approval_required").await;
-    let suspended = ax.snapshot_bytes(&session).await;
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
+    let (suspended, record) = ax
+        .suspend_and_drain(&session, &claim, "approval_required")
+        .await;
     assert_eq!(record["state"], "released");
     assert_eq!(record["disposition"], "snapshot_and_terminate");
     assert_eq!(record["compute_released"], true);
     assert!(record["sandbox_checkpoint"]["checkpoint_id"].is_string());
     assert_gone(pid, "no process of a released sandbox runs").await;
     assert_eq!(
-        ax.sandbox_state(&claim.sandbox_id).await,
+        ax.provider.sandbox_state(&claim.sandbox_id).await,
         SandboxState::Terminated
     );
     assert!(
@@ -71,10 +68,7 @@ async fn an_isolated_sandbox_is_snapshotted_away_and_restored_with_its_files(bac
     ax.approve(&session).await;
     let resuming = ax.snapshot_bytes(&session).await;
     ax.claim_none().await;
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
-    assert_eq!(record["state"], "active");
-    assert_eq!(record["generation"], 2);
+    let record = ax.drain_to_active(&run, 2).await;
     assert_ne!(
         record["sandbox_ref"]["sandbox_id"],
         claim.sandbox_id.as_str()
@@ -96,7 +90,7 @@ async fn an_isolated_sandbox_is_snapshotted_away_and_restored_with_its_files(bac
     assert_eq!(record["release_purpose"], "run_ended");
     assert_gone(pid, "no sandbox outlives its run").await;
     assert_eq!(
-        ax.sandbox_state(&resumed.sandbox_id).await,
+        ax.provider.sandbox_state(&resumed.sandbox_id).await,
         SandboxState::Terminated
     );
     assert_eq!(ax.drain().await, 0, "nothing is left to do");
@@ -119,10 +113,9 @@ async fn an_active_workspace_is_terminated_and_provisioned_fresh_over_its_host_f
         "draft"
     );
 
-    ax.suspend(&claim, "input_required").await;
-    let suspended = ax.snapshot_bytes(&session).await;
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
+    let (suspended, record) = ax
+        .suspend_and_drain(&session, &claim, "input_required")
+        .await;
     assert_eq!(record["state"], "released");
     assert_eq!(record["disposition"], "terminate");
     assert_eq!(record["sandbox_checkpoint"], json!(null));
@@ -135,13 +128,10 @@ async fn an_active_workspace_is_terminated_and_provisioned_fresh_over_its_host_f
     assert_eq!(ax.snapshot_bytes(&session).await, suspended);
 
     ax.approve(&session).await;
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
-    assert_eq!(record["state"], "active");
-    assert_eq!(record["generation"], 2);
+    let record = ax.drain_to_active(&run, 2).await;
     let fresh = record["sandbox_ref"]["sandbox_id"].as_str().unwrap();
     assert_ne!(fresh, claim.sandbox_id);
-    assert_eq!(ax.sandbox_state(fresh).await, SandboxState::Ready);
+    assert_eq!(ax.provider.sandbox_state(fresh).await, SandboxState::Ready);
     let resumed = ax.claim().await;
     assert_eq!((resumed.kind.as_str(), resumed.generation), ("resume", 2));
     assert_eq!(resumed.sandbox_id, fresh);
@@ -154,7 +144,10 @@ async fn an_active_workspace_is_terminated_and_provisioned_fresh_over_its_host_f
     ax.complete(&resumed).await;
     assert_eq!(ax.drain().await, 1);
     assert_eq!(ax.record(&run).await["state"], "released");
-    assert_eq!(ax.sandbox_state(fresh).await, SandboxState::Terminated);
+    assert_eq!(
+        ax.provider.sandbox_state(fresh).await,
+        SandboxState::Terminated
+    );
     assert_eq!(
         std::fs::read_to_string(host.join("plan.md")).unwrap(),
         "draft"
@@ -166,10 +159,7 @@ async fn a_policy_hold_keeps_the_sandbox_and_never_counts_it_released(backend: B
     let session = ax.app.create_session().await;
     let (run, claim) = ax.running_isolated(&session).await;
     let pid = ax.background(&claim).await;
-    ax.suspend(&claim, "policy_hold").await;
-    let suspended = ax.snapshot_bytes(&session).await;
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
+    let (suspended, record) = ax.suspend_and_drain(&session, &claim, "policy_hold").await;
     assert_eq!(record["state"], "release_blocked");
     assert_eq!(record["disposition"], "detach");
     assert_eq!(record["compute_released"], false);
@@ -177,7 +167,7 @@ async fn a_policy_hold_keeps_the_sandbox_and_never_counts_it_released(backend: B
     assert_eq!(record["due_at"], json!(null));
     assert!(running(pid), "the held sandbox keeps running");
     assert_eq!(
-        ax.sandbox_state(&claim.sandbox_id).await,
+        ax.provider.sandbox_state(&claim.sandbox_id).await,
         SandboxState::Ready
     );
     let m = ax.metrics().await;
@@ -196,10 +186,7 @@ async fn a_policy_hold_keeps_the_sandbox_and_never_counts_it_released(backend: B
     assert_eq!(ax.snapshot_bytes(&session).await, suspended);
 
     ax.approve(&session).await;
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
-    assert_eq!(record["state"], "active");
-    assert_eq!(record["generation"], 2);
+    let record = ax.drain_to_active(&run, 2).await;
     assert_eq!(
         record["sandbox_ref"]["sandbox_id"],
         claim.sandbox_id.as_str()

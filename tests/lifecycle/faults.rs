@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 
 use super::fixture::{ax_with_faults, spec_json, Ax, Claimed};
 use super::{assert_gone, running, Replica, PROVIDER_TOKEN};
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     failing_releases_back_off_while_the_user_sees_nothing_and_end_released,
     a_broken_sandbox_is_force_terminated_and_its_resume_fails_with_snapshot_lost,
     provisions_are_retried_and_a_refused_one_fails_the_run,
@@ -167,12 +168,7 @@ async fn provisions_are_retried_and_a_refused_one_fails_the_run(backend: Backend
     assert_eq!(key, json!(format!("{run}:g1:provision")));
     ax.claim_none().await;
     ax.advance(2);
-    assert_eq!(ax.drain().await, 1);
-    let record = ax.record(&run).await;
-    assert_eq!(
-        (record["state"].clone(), record["generation"].clone()),
-        (json!("active"), json!(1))
-    );
+    ax.drain_to_active(&run, 1).await;
     assert_eq!(ax.app.state.metrics.lifecycle.retries("provision"), 1);
 
     // The provider refuses a workspace outside its root: nothing to retry, the run fails.

@@ -5,7 +5,7 @@ use reqwest::Method;
 use sagents::domain::run::Run;
 use sagents::domain::sandbox::WorkspaceMode;
 use sagents::providers::client::{CallOptions, ProviderCallError};
-use sagents::providers::wire::{ExecResponse, SandboxState};
+use sagents::providers::wire::ExecResponse;
 use serde_json::{json, Value};
 
 use super::{Replica, PROVIDER_TOKEN};
@@ -207,15 +207,6 @@ impl Ax {
             .unwrap()
     }
 
-    pub async fn sandbox_state(&self, sandbox_id: &str) -> SandboxState {
-        self.provider
-            .client
-            .inspect(sandbox_id, &CallOptions::default())
-            .await
-            .unwrap()
-            .state
-    }
-
     pub async fn post_run(&self, run_id: &str, action: &str, body: Value) -> Value {
         self.app
             .post_ok(
@@ -250,6 +241,34 @@ impl Ax {
             )
             .await;
         assert_eq!(run["state"], "suspended");
+    }
+
+    /// Has the coordinator act once and asserts the run's compute is active in `generation`;
+    /// the run's record.
+    pub async fn drain_to_active(&self, run_id: &str, generation: i64) -> Value {
+        assert_eq!(self.drain().await, 1);
+        let record = self.record(run_id).await;
+        assert_eq!(record["state"], "active", "{record}");
+        assert_eq!(record["generation"], generation);
+        record
+    }
+
+    /// Suspends the claimed run and has the coordinator act on it once: the snapshot as the
+    /// user saw it on suspension, and the run's record after.
+    pub async fn suspend_and_drain(
+        &self,
+        session_id: &str,
+        c: &Claimed,
+        reason: &str,
+    ) -> ((String, Vec<u8>), Value) {
+        self.suspend(c, reason).await;
+        let user_view = self.snapshot_bytes(session_id).await;
+        assert_eq!(
+            self.drain().await,
+            1,
+            "one lifecycle step for the suspension"
+        );
+        (user_view, self.record(&c.run_id).await)
     }
 
     /// Replies `approve` to the session's only pending interaction.

@@ -26,28 +26,6 @@ use tokio::sync::watch;
 use crate::common::db::{self, TestDb};
 use crate::provider::Harness;
 
-/// `both!(a, b)` runs `async fn a(backend: Backend)` once per backend.
-macro_rules! both {
-    ($($name:ident),+ $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(sagents::store::Backend::Sqlite).await
-                }
-            )+
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(sagents::store::Backend::Postgres).await
-                }
-            )+
-        }
-    };
-}
-
 mod blocking;
 mod coordinator;
 mod cycle;
@@ -221,6 +199,11 @@ impl Lx {
             )
             .await
             .unwrap()
+    }
+
+    pub async fn isolated_run(&self, session: &Session) -> Run {
+        self.run(session, spec(WorkspaceMode::Isolated, None), None)
+            .await
     }
 
     pub async fn record(&self, run: &RunId) -> ExecutionResourceRecord {

@@ -20,9 +20,10 @@ use super::fixture::ax_with;
 use super::{register, spec, PROVIDER_TOKEN, TENANT};
 use crate::common::app::{until, Options};
 use crate::common::db;
+use crate::on_both_backends;
 use crate::provider::Harness;
 
-both!(the_app_provisions_a_new_run_at_once_and_a_waiting_claim_gets_it);
+on_both_backends!(the_app_provisions_a_new_run_at_once_and_a_waiting_claim_gets_it);
 
 const LIMIT: StdDuration = StdDuration::from_secs(20);
 
@@ -184,8 +185,8 @@ async fn a_keeper_gives_up_when_its_lease_is_taken_or_about_to_expire() {
     let b = lx.replica("replica-b").await;
     let doomed = lx.replica("replica-c").await;
     let s = lx.session().await;
-    lx.run(&s, spec(WorkspaceMode::Isolated, None), None).await;
-    lx.run(&s, spec(WorkspaceMode::Isolated, None), None).await;
+    lx.isolated_run(&s).await;
+    lx.isolated_run(&s).await;
     // Renewals every 100 ms of real time.
     let period_ttl = StdDuration::from_millis(300);
 

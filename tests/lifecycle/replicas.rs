@@ -7,7 +7,7 @@ use std::time::Duration as StdDuration;
 use sagents::domain::interaction::SuspensionReason;
 use sagents::domain::resource::ExecutionResourceRecord;
 use sagents::domain::resource::ResourceState;
-use sagents::domain::sandbox::{ReleaseDisposition, WorkspaceMode};
+use sagents::domain::sandbox::ReleaseDisposition;
 use sagents::lifecycle::coordinator::Processed;
 use sagents::providers::client::CallOptions;
 use sagents::providers::wire::{ReleaseRequest, ReleaseSpec, RequestContext, SandboxState};
@@ -45,11 +45,7 @@ async fn replicas_never_act_on_one_run_together() {
     let s = lx.session().await;
     let mut runs = Vec::new();
     for _ in 0..12 {
-        runs.push(
-            lx.run(&s, spec(WorkspaceMode::Isolated, None), None)
-                .await
-                .id,
-        );
+        runs.push(lx.isolated_run(&s).await.id);
     }
     let (na, nb, nc) = tokio::join!(lx.drain(), b.drain(), c.drain());
     assert_eq!(
@@ -84,13 +80,10 @@ async fn replicas_never_act_on_one_run_together() {
         let record = lx.record(run).await;
         assert_eq!(record.state, ResourceState::Released);
         let sandbox = record.sandbox_ref.unwrap().sandbox_id;
-        let info = lx
-            .provider
-            .client
-            .inspect(&sandbox, &CallOptions::default())
-            .await
-            .unwrap();
-        assert_eq!(info.state, SandboxState::Terminated);
+        assert_eq!(
+            lx.provider.sandbox_state(&sandbox).await,
+            SandboxState::Terminated
+        );
     }
 }
 
@@ -100,10 +93,7 @@ async fn a_replica_that_dies_mid_release_is_taken_over_and_nothing_is_done_twice
     let a = lx.replica("replica-a2").await;
     let b = lx.replica("replica-b").await;
     let s = lx.session().await;
-    let run = lx
-        .run(&s, spec(WorkspaceMode::Isolated, None), None)
-        .await
-        .id;
+    let run = lx.isolated_run(&s).await.id;
     lx.drain().await;
     let claim = lx.claim_one().await;
     lx.suspend(&claim, SuspensionReason::ApprovalRequired, 1)
@@ -129,14 +119,8 @@ async fn a_replica_that_dies_mid_release_is_taken_over_and_nothing_is_done_twice
         "{ended:?}"
     );
     let sandbox = claim.sandbox.as_ref().unwrap().r#ref.sandbox_id.clone();
-    let info = lx
-        .provider
-        .client
-        .inspect(&sandbox, &CallOptions::default())
-        .await
-        .unwrap();
     assert_eq!(
-        info.state,
+        lx.provider.sandbox_state(&sandbox).await,
         SandboxState::Terminated,
         "the provider did release it"
     );
@@ -190,10 +174,7 @@ async fn a_stale_holder_cannot_write_and_is_counted() {
     let lx = lx(Backend::Postgres).await;
     let b = lx.replica("replica-b").await;
     let s = lx.session().await;
-    let run = lx
-        .run(&s, spec(WorkspaceMode::Isolated, None), None)
-        .await
-        .id;
+    let run = lx.isolated_run(&s).await.id;
     let before = lx.record(&run).await;
 
     let mut stale = lx

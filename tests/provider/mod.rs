@@ -11,7 +11,7 @@ mod registry;
 use sagents::providers::client::{CallOptions, ProviderCallError, ProviderClient};
 use sagents::providers::wire::{
     CheckpointRef, ExecRequest, ExecResponse, ProvisionRequest, ReleaseRequest, ReleaseSpec,
-    RequestContext, RestoreRequest, SandboxHandle, SandboxReleaseReceipt,
+    RequestContext, RestoreRequest, SandboxHandle, SandboxReleaseReceipt, SandboxState,
 };
 use sagents::providers::wire_spec::{
     LifecyclePolicy, ReleaseDisposition, ResolvedSandboxSpec, Resources, WorkspaceMode,
@@ -68,6 +68,14 @@ impl Harness {
 
     pub fn base_url(&self) -> String {
         self.provider.as_ref().unwrap().base_url()
+    }
+
+    pub async fn sandbox_state(&self, sandbox_id: &str) -> SandboxState {
+        self.client
+            .inspect(sandbox_id, &CallOptions::default())
+            .await
+            .unwrap()
+            .state
     }
 
     pub async fn provision(&self, key: &str) -> SandboxHandle {

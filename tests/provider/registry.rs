@@ -12,29 +12,9 @@ use sagents::store::Backend;
 
 use super::Harness;
 use crate::common::db;
+use crate::on_both_backends;
 
-macro_rules! both {
-    ($($name:ident),+ $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(sagents::store::Backend::Sqlite).await
-                }
-            )+
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(sagents::store::Backend::Postgres).await
-                }
-            )+
-        }
-    };
-}
-
-both!(
+on_both_backends!(
     a_v3_provider_is_registered_and_listed_without_its_token,
     a_v2_provider_is_refused_and_nothing_is_stored
 );

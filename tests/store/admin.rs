@@ -11,8 +11,9 @@ use serde_json::json;
 
 use super::{fx, run_cmd};
 use crate::common::db;
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     tokens_are_stored_hashed_and_revocable,
     idempotency_keys_replay_and_refuse,
     providers_are_upserted_and_listed,

@@ -11,8 +11,9 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{fx, hash, run_cmd, suspend_cmd, ttl, TTL};
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     claims_oldest_first_within_max_and_tenant,
     claims_take_runs_in_the_order_they_became_available,
     runs_with_a_sandbox_spec_wait,
@@ -204,8 +205,7 @@ async fn concurrent_claimers_never_share_a_run(backend: Backend) {
 async fn stale_tokens_change_nothing(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
-    f.run(&s).await;
-    let claim = f.claim_one("acme").await;
+    let claim = f.claimed(&s).await;
     let run_id = &claim.run.id;
     let stale = claim.lease.fencing_token + 1000;
     let before_run = f.store.get_run(None, run_id).await.unwrap();
@@ -282,8 +282,7 @@ async fn stale_tokens_change_nothing(backend: Backend) {
 async fn expired_leases_are_lost_and_taken_over(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
-    f.run(&s).await;
-    let old = f.claim_one("acme").await;
+    let old = f.claimed(&s).await;
     let run_id = old.run.id.clone();
     let before = f.snapshot(&s).await;
 
@@ -343,8 +342,7 @@ async fn expired_leases_are_lost_and_taken_over(backend: Backend) {
 async fn heartbeats_extend_the_lease(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
-    f.run(&s).await;
-    let claim = f.claim_one("acme").await;
+    let claim = f.claimed(&s).await;
     let (lease, token) = (&claim.lease.lease_id, claim.lease.fencing_token);
 
     f.advance(TTL - 10);

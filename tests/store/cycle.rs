@@ -8,8 +8,9 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{fx, hash, reply, run_cmd, suspend_cmd, ttl};
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     a_run_suspends_waits_for_a_reply_and_resumes,
     create_run_checks_its_input,
     suspend_checks_the_checkpoint,
@@ -238,8 +239,7 @@ async fn create_run_checks_its_input(backend: Backend) {
 async fn suspend_checks_the_checkpoint(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
-    f.run(&s).await;
-    let claim = f.claim_one("acme").await;
+    let claim = f.claimed(&s).await;
     let run_id = &claim.run.id;
     let token = claim.lease.fencing_token;
     let before = f.snapshot(&s).await;
@@ -300,12 +300,9 @@ async fn cancel_closes_what_the_run_left_open(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
     let (suspended, _) = f.suspended(&s, true).await;
-    let running = {
-        f.run(&s).await;
-        f.claim_one("acme").await
-    };
+    let running = f.claimed(&s).await;
     let queued = f.run(&s).await;
-    let interaction = f.snapshot(&s).await.pending_interactions[0].id.clone();
+    let interaction = f.pending_interaction(&s).await;
 
     for id in [&suspended, &running.run.id, &queued.id] {
         let r = f.store.cancel_run(Some("acme"), &s.id, id).await.unwrap();

@@ -5,8 +5,9 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{fx, suspend_cmd, Fx};
+use crate::on_both_backends;
 
-both!(jobs_only_move_forward);
+on_both_backends!(jobs_only_move_forward);
 
 fn job(token: i64, pause: PauseBehavior) -> CreateJob {
     CreateJob {
@@ -29,8 +30,7 @@ async fn update(f: &Fx, run: &RunId, job: &JobId, state: JobState) -> Result<Job
 async fn jobs_only_move_forward(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
-    f.run(&s).await;
-    let claim = f.claim_one("acme").await;
+    let claim = f.claimed(&s).await;
     let run = &claim.run.id;
     let mut external = job(claim.lease.fencing_token, PauseBehavior::Continue);
     external.execution_affinity = Some(ExecutionAffinity::External);

@@ -12,34 +12,11 @@ use sagents::domain::interaction::{InteractionType, SuspensionReason};
 use sagents::domain::run::Run;
 use sagents::domain::session::Session;
 use sagents::domain::snapshot::Snapshot;
-use sagents::domain::RunId;
+use sagents::domain::{InteractionId, RunId};
 use sagents::store::{Backend, Store};
 use serde_json::json;
 
 use crate::common::db::{self, TestDb};
-
-/// `both!(a, b)` runs `async fn a(backend: Backend)` once per backend:
-/// `store::<file>::sqlite::a` and `store::<file>::postgres::a`.
-macro_rules! both {
-    ($($name:ident),+ $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(sagents::store::Backend::Sqlite).await
-                }
-            )+
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(sagents::store::Backend::Postgres).await
-                }
-            )+
-        }
-    };
-}
 
 mod admin;
 mod claims;
@@ -106,6 +83,13 @@ impl Fx {
             .unwrap()
     }
 
+    /// The id of the first interaction pending in `session`.
+    pub async fn pending_interaction(&self, session: &Session) -> InteractionId {
+        self.snapshot(session).await.pending_interactions[0]
+            .id
+            .clone()
+    }
+
     /// Claims exactly one run and returns it.
     pub async fn claim_one(&self, tenant: &str) -> Claim {
         let mut claims = self
@@ -115,6 +99,14 @@ impl Fx {
             .unwrap();
         assert_eq!(claims.len(), 1, "expected one claim");
         claims.remove(0)
+    }
+
+    /// A new run in `session`, claimed.
+    pub async fn claimed(&self, session: &Session) -> Claim {
+        let run = self.run(session).await;
+        let claim = self.claim_one(&session.tenant_id).await;
+        assert_eq!(claim.run.id, run.id, "the new run is the one claimed");
+        claim
     }
 
     /// Asserts that nothing of `tenant` (None: of any tenant) can be claimed now.
@@ -130,8 +122,7 @@ impl Fx {
     /// A run that is `suspended` with a pending approval; returns the run id and the claim
     /// that suspended it.
     pub async fn suspended(&self, session: &Session, interaction: bool) -> (RunId, Claim) {
-        self.run(session).await;
-        let claim = self.claim_one(&session.tenant_id).await;
+        let claim = self.claimed(session).await;
         self.store
             .suspend_run(
                 Some(&session.tenant_id),

@@ -7,8 +7,9 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{fx, reply, suspend_cmd};
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     replies_resolve_once_and_replay_the_first_answer,
     replies_must_fit_the_interaction,
     expired_interactions_fail_their_runs,
@@ -25,7 +26,7 @@ async fn replies_resolve_once_and_replay_the_first_answer(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
     let (run_id, _) = f.suspended(&s, true).await;
-    let id = f.snapshot(&s).await.pending_interactions[0].id.clone();
+    let id = f.pending_interaction(&s).await;
 
     let mut first = reply("approve");
     first.expected_revision = Some(1);
@@ -78,7 +79,7 @@ async fn replies_must_fit_the_interaction(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
     f.suspended(&s, true).await;
-    let id = f.snapshot(&s).await.pending_interactions[0].id.clone();
+    let id = f.pending_interaction(&s).await;
     let before = f.snapshot(&s).await;
 
     match f
@@ -129,8 +130,7 @@ async fn expired_interactions_fail_their_runs(backend: Backend) {
     let keeper = f.session("acme").await;
     f.suspended(&keeper, true).await;
 
-    f.run(&s).await;
-    let claim = f.claim_one("acme").await;
+    let claim = f.claimed(&s).await;
     let mut cmd = suspend_cmd(claim.lease.fencing_token, 1, true);
     cmd.interaction = Some(NewInteraction {
         interaction_type: InteractionType::UserInput,
@@ -142,7 +142,7 @@ async fn expired_interactions_fail_their_runs(backend: Backend) {
         .suspend_run(Some("acme"), &claim.run.id, &cmd)
         .await
         .unwrap();
-    let id = f.snapshot(&s).await.pending_interactions[0].id.clone();
+    let id = f.pending_interaction(&s).await;
     assert_eq!(f.store.expire_interactions().await.unwrap(), 0);
 
     f.advance(60);

@@ -16,7 +16,7 @@ use sagents::domain::session::Session;
 use sagents::domain::RunId;
 use serde_json::json;
 
-use super::{hash, run_cmd, ttl, Fx};
+use super::{hash, run_cmd, suspend_cmd, ttl, Fx};
 
 mod claims;
 mod groups;
@@ -158,4 +158,18 @@ pub async fn running(f: &Fx, s: &Session) -> (Run, Claim) {
     let claim = f.claim_one(&s.tenant_id).await;
     assert_eq!(claim.run.id, run.id);
     (run, claim)
+}
+
+/// A run as `running` makes it, then suspended (with a pending approval if `interaction`).
+pub async fn suspended_sandbox(f: &Fx, s: &Session, interaction: bool) -> (Run, Claim) {
+    let (run, claim) = running(f, s).await;
+    let cmd = suspend_cmd(claim.lease.fencing_token, 1, interaction);
+    f.store.suspend_run(None, &run.id, &cmd).await.unwrap();
+    (run, claim)
+}
+
+/// Leases the record of `run` (the only one due) and settles it.
+pub async fn settle_due(f: &Fx, run: &RunId) -> ExecutionResourceRecord {
+    let work = work_for(f, run).await;
+    save_and_release(f, &work, settle).await
 }

@@ -10,8 +10,9 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{fx, hash, reply, run_cmd, suspend_cmd, ttl};
+use crate::on_both_backends;
 
-both!(
+on_both_backends!(
     sessions_are_created_and_isolated_by_tenant,
     parent_sessions_must_belong_to_the_same_tenant,
     snapshot_lists_runs_and_pending_interactions_in_order,
@@ -340,7 +341,7 @@ async fn events_log_every_step_in_sequence(backend: Backend) {
     let f = fx(backend).await;
     let s = f.session("acme").await;
     let (run_id, _) = f.suspended(&s, true).await;
-    let interaction = f.snapshot(&s).await.pending_interactions[0].id.clone();
+    let interaction = f.pending_interaction(&s).await;
     let mut answer = reply("approve");
     answer.payload = json!({ "password": "hunter2" });
     f.store

@@ -12,12 +12,13 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{
-    activate, due_work, register, sandbox_ref, sandbox_run, save_and_release, settle, spec,
-    work_for, COORDINATOR,
+    activate, due_work, register, sandbox_ref, sandbox_run, save_and_release, settle, settle_due,
+    spec, work_for, COORDINATOR,
 };
+use crate::on_both_backends;
 use crate::store::{fx, hash, run_cmd, ttl, Fx, TTL};
 
-both!(
+on_both_backends!(
     a_run_with_a_spec_gets_a_due_record,
     an_unregistered_provider_is_refused,
     runtime_claims_wait_for_active_compute,
@@ -111,8 +112,7 @@ async fn runtime_claims_wait_for_active_compute(backend: Backend) {
         RunState::Queued
     );
 
-    let work = work_for(&f, &run.id).await;
-    save_and_release(&f, &work, settle).await;
+    settle_due(&f, &run.id).await;
     let claims = runtime_claims().await.unwrap();
     assert_eq!(claims.len(), 1);
     let claim = &claims[0];

@@ -18,9 +18,10 @@ use super::{
     activate, due_sandbox_runs, due_work, register, release, sandbox_run, save_and_release,
     work_for,
 };
+use crate::on_both_backends;
 use crate::store::{fx, suspend_cmd, Fx};
 
-both!(
+on_both_backends!(
     a_claim_defers_the_record_until_its_lease_ends,
     concurrent_saves_are_grouped_and_answered_one_by_one,
     one_claim_reads_each_runs_own_jobs_children_and_suspension,

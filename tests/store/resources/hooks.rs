@@ -9,10 +9,11 @@ use sagents::domain::RunId;
 use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
-use super::{running, sandbox_run, save_and_release, settle, work_for};
+use super::{running, sandbox_run, save_and_release, settle_due, suspended_sandbox, work_for};
+use crate::on_both_backends;
 use crate::store::{fx, hash, reply, suspend_cmd, Fx};
 
-both!(
+on_both_backends!(
     suspending_and_resuming_make_the_record_due,
     ending_a_run_makes_its_record_due,
     a_finished_job_wakes_a_blocked_record,
@@ -30,8 +31,7 @@ async fn due_then_settle(
     assert_eq!(r.due_at, Some(at), "due");
     assert_eq!(r.version, before.version + 1, "a new version");
     assert_eq!(r.state, before.state, "a hook never changes the state");
-    let work = work_for(f, run).await;
-    save_and_release(f, &work, settle).await
+    settle_due(f, run).await
 }
 
 fn confirm(token: i64, policy: char) -> ConfirmResumed {
@@ -65,7 +65,7 @@ async fn suspending_and_resuming_make_the_record_due(backend: Backend) {
     let r1 = due_then_settle(&f, &run.id, &r0, f.store.now()).await;
 
     f.advance(1);
-    let interaction = f.snapshot(&s).await.pending_interactions[0].id.clone();
+    let interaction = f.pending_interaction(&s).await;
     f.store
         .reply_interaction(None, &s.id, &interaction, &reply("approve"), "user-1")
         .await
@@ -127,8 +127,7 @@ async fn ending_a_run_makes_its_record_due(backend: Backend) {
     due_then_settle(&f, &failed.id, &before, f.store.now()).await;
 
     let queued = sandbox_run(&f, &s, None).await;
-    let work = work_for(&f, &queued.id).await;
-    let before = save_and_release(&f, &work, settle).await;
+    let before = settle_due(&f, &queued.id).await;
     f.advance(1);
     f.store.cancel_run(None, &s.id, &queued.id).await.unwrap();
     due_then_settle(&f, &queued.id, &before, f.store.now()).await;
@@ -146,8 +145,7 @@ async fn ending_a_run_makes_its_record_due(backend: Backend) {
         i.expires_at = Some(f.store.now() + Duration::seconds(10));
     }
     f.store.suspend_run(None, &expiring.id, &cmd).await.unwrap();
-    let work = work_for(&f, &expiring.id).await;
-    let before = save_and_release(&f, &work, settle).await;
+    let before = settle_due(&f, &expiring.id).await;
     f.advance(11);
     assert_eq!(f.store.expire_interactions().await.unwrap(), 1);
     assert_eq!(
@@ -156,23 +154,13 @@ async fn ending_a_run_makes_its_record_due(backend: Backend) {
     );
     due_then_settle(&f, &expiring.id, &before, f.store.now()).await;
 
-    let (stale, claim) = running(&f, &s).await;
-    f.store
-        .suspend_run(
-            None,
-            &stale.id,
-            &suspend_cmd(claim.lease.fencing_token, 1, false),
-        )
-        .await
-        .unwrap();
-    let work = work_for(&f, &stale.id).await;
-    save_and_release(&f, &work, settle).await;
+    let (stale, _) = suspended_sandbox(&f, &s, false).await;
+    settle_due(&f, &stale.id).await;
     f.store
         .resume_run(None, &s.id, &stale.id, "operator")
         .await
         .unwrap();
-    let work = work_for(&f, &stale.id).await;
-    let before = save_and_release(&f, &work, settle).await;
+    let before = settle_due(&f, &stale.id).await;
     let resumed = f.claim_one("acme").await;
     f.advance(1);
     assert!(matches!(

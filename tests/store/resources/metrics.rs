@@ -6,9 +6,10 @@ use sagents::metrics::LifecycleMetrics;
 use sagents::store::Backend;
 
 use super::{activate, due_sandbox_runs, register, release, save_and_release};
+use crate::on_both_backends;
 use crate::store::fx;
 
-both!(lifecycle_metrics_on_a_known_data_set, an_empty_lifecycle);
+on_both_backends!(lifecycle_metrics_on_a_known_data_set, an_empty_lifecycle);
 
 async fn lifecycle_metrics_on_a_known_data_set(backend: Backend) {
     let f = fx(backend).await;

@@ -13,11 +13,13 @@ use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
 use super::{
-    activate, due_work, register, release, running, sandbox_run, save_and_release, work_for,
+    activate, due_work, register, release, sandbox_run, save_and_release, suspended_sandbox,
+    work_for,
 };
-use crate::store::{fx, suspend_cmd, ttl, TTL};
+use crate::on_both_backends;
+use crate::store::{fx, ttl, TTL};
 
-both!(
+on_both_backends!(
     saves_are_fenced_and_compare_and_set,
     a_fail_effect_fails_the_run_visibly,
     a_released_child_wakes_its_blocked_ancestors,
@@ -125,15 +127,7 @@ async fn a_fail_effect_fails_the_run_visibly(backend: Backend) {
     let f = fx(backend).await;
     register(&f).await;
     let s = f.session("acme").await;
-    let (run, claim) = running(&f, &s).await;
-    f.store
-        .suspend_run(
-            None,
-            &run.id,
-            &suspend_cmd(claim.lease.fencing_token, 1, true),
-        )
-        .await
-        .unwrap();
+    let (run, _) = suspended_sandbox(&f, &s, true).await;
     let before = f.snapshot(&s).await;
     assert_eq!(before.pending_interactions.len(), 1);
 
@@ -329,15 +323,7 @@ async fn compute_changes_never_touch_the_snapshot(backend: Backend) {
     let f = fx(backend).await;
     register(&f).await;
     let s = f.session("acme").await;
-    let (run, claim) = running(&f, &s).await;
-    f.store
-        .suspend_run(
-            None,
-            &run.id,
-            &suspend_cmd(claim.lease.fencing_token, 1, true),
-        )
-        .await
-        .unwrap();
+    let (run, _) = suspended_sandbox(&f, &s, true).await;
     let bytes = serde_json::to_vec(&f.snapshot(&s).await).unwrap();
     let revision = f.store.session_revision(None, &s.id).await.unwrap();
     let run_before = f.store.get_run(None, &run.id).await.unwrap();
