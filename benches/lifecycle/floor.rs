@@ -11,7 +11,6 @@ use sagents::store::Backend;
 use crate::db::Db;
 
 pub const ROWS: i64 = 100_000;
-const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
 
 async fn create_table(db: &Db) {
     db.exec("CREATE TABLE t (id BIGINT PRIMARY KEY NOT NULL, v BIGINT NOT NULL)")
@@ -69,7 +68,8 @@ fn pgbench(url: &str, seconds: u64) -> f64 {
         format!("\\set id random(1, {ROWS})\nUPDATE t SET v = v + 1 WHERE id = :id;\n"),
     )
     .expect("write the pgbench script");
-    let out = Command::new(PGBENCH)
+    let bindir = crate::pg::pg_bindir().unwrap_or_else(|e| panic!("{e}"));
+    let out = Command::new(bindir.join("pgbench"))
         .args(["-n", "-c", "8", "-j", "2", "-T", &seconds.to_string(), "-f"])
         .arg(&script)
         .arg(url)

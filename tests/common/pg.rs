@@ -106,7 +106,7 @@ fn versioned_bindir() -> Option<PathBuf> {
 
 /// The folder with PostgreSQL's server binaries: `PG_BINDIR`, else `initdb` on `PATH`, else
 /// `pg_config --bindir`, else the newest `/usr/lib/postgresql/<version>/bin`.
-fn pg_bindir() -> Result<&'static Path, String> {
+pub fn pg_bindir() -> Result<&'static Path, String> {
     let found = BINDIR.get_or_init(|| {
         if let Some(dir) = std::env::var_os("PG_BINDIR").filter(|d| !d.is_empty()) {
             let dir = PathBuf::from(dir);
