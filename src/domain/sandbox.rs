@@ -157,6 +157,22 @@ impl ResolvedSandboxSpec {
             })
     }
 
+    /// Every disposition a run of this spec may need, with the field that asks for it: its
+    /// safe and unsafe pauses, and the terminate that ends every run.
+    pub fn required_dispositions(&self) -> [(&'static str, ReleaseDisposition); 3] {
+        [
+            (
+                "sandbox_spec.lifecycle.safe_pause_behavior",
+                self.safe_pause_behavior(),
+            ),
+            (
+                "sandbox_spec.lifecycle.unsafe_pause_behavior",
+                self.unsafe_pause_behavior(),
+            ),
+            ("sandbox_spec", ReleaseDisposition::Terminate),
+        ]
+    }
+
     /// The disposition for an unsafe pause (`policy_hold`).
     pub fn unsafe_pause_behavior(&self) -> ReleaseDisposition {
         self.lifecycle

@@ -14,6 +14,7 @@ use crate::domain::commands::{CompleteRun, ConfirmResumed, CreateRun, FailRun, S
 use crate::domain::run::Run;
 use crate::domain::{RunId, SessionId};
 use crate::http::state::AppState;
+use crate::service::runs::{self, CreateRunError};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -35,7 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses(
         (status = 201, description = "The run, `queued`", body = Run),
         (status = 404, description = "`session.not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `request.invalid`: e.g. a `parent_run_id` of another session", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `request.invalid`: e.g. a `parent_run_id` of another session", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -46,10 +47,17 @@ async fn create_run(
     ApiJson(cmd): ApiJson<CreateRun>,
 ) -> Result<(StatusCode, Json<Run>), ApiError> {
     let session_id: SessionId = ids.get("session_id")?;
-    let run = state
-        .store
-        .create_run(auth.tenant()?, &session_id, &cmd)
-        .await?;
+    let run = runs::create_run(&state.store, auth.tenant()?, &session_id, &cmd)
+        .await
+        .map_err(|e| match e {
+            CreateRunError::CapabilityMissing { field, message } => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "sandbox.capability_missing",
+                message.clone(),
+            )
+            .with_field(field, message),
+            CreateRunError::Store(e) => e.into(),
+        })?;
     Ok((StatusCode::CREATED, Json(run)))
 }
 

@@ -2,6 +2,7 @@
 
 pub mod claims;
 pub mod providers;
+pub mod runs;
 pub mod shutdown;
 pub mod snapshot;
 pub mod token_cache;

@@ -11,8 +11,67 @@ use sagents::store::Backend;
 
 on_both_backends!(
     a_v3_provider_is_registered_and_listed_without_its_token,
-    v2_unreachable_and_malformed_providers_are_refused
+    v2_unreachable_and_malformed_providers_are_refused,
+    a_run_needing_a_disposition_its_provider_lacks_is_refused_at_creation
 );
+
+/// A v3 provider that offers only `terminate` and `snapshot_and_terminate` (no detach).
+async fn provider_without_detach() -> String {
+    let router = Router::new().route(
+        "/v3/capabilities",
+        get(|| async {
+            Json(json!({
+                "api_version": "3", "capability": "execution.sandbox", "provider_id": "nodetach",
+                "provider_version": "1.0", "isolation_level": "vm",
+                "supported_release_dispositions": ["terminate", "snapshot_and_terminate"],
+                "supports_snapshot": true, "supports_restore": true, "supports_reconnect": false
+            }))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    format!("http://{addr}")
+}
+
+async fn a_run_needing_a_disposition_its_provider_lacks_is_refused_at_creation(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let base_url = provider_without_detach().await;
+    let body = json!({"provider_id": "nodetach", "base_url": base_url, "token": "t"});
+    expect_json(
+        app.post("/v1/admin/providers", &app.admin, &body).await,
+        201,
+    )
+    .await;
+    let session = app.create_session().await;
+    let hash = |c: char| format!("sha256:{}", c.to_string().repeat(64));
+    let run = |lifecycle: serde_json::Value| {
+        json!({
+            "resolved_spec_hash": hash('c'),
+            "input": {},
+            "sandbox_spec": {
+                "spec_version": "sagents.sandbox-spec/v3", "provider_id": "nodetach",
+                "spec_hash": hash('a'), "policy_hash": hash('b'),
+                "workspace_mode": "isolated", "lifecycle": lifecycle,
+            },
+        })
+    };
+    let path = format!("/v1/sessions/{session}/runs");
+    // A policy hold detaches by default, which this provider cannot do.
+    let problem = expect_problem(
+        app.post(&path, &app.runtime, &run(json!({}))).await,
+        422,
+        "sandbox.capability_missing",
+        Some("sandbox_spec.lifecycle.unsafe_pause_behavior"),
+    )
+    .await;
+    assert!(problem.to_string().contains("detach"), "{problem}");
+    let (_, snapshot) = app.snapshot(&session).await;
+    assert_eq!(snapshot["runs"], json!([]), "a refused run is not created");
+    let ok = run(json!({"unsafe_pause_behavior": "terminate"}));
+    let created = expect_json(app.post(&path, &app.runtime, &ok).await, 201).await;
+    assert_eq!(created["state"], "queued");
+}
 
 async fn a_v3_provider_is_registered_and_listed_without_its_token(backend: Backend) {
     let app = TestApp::spawn(backend).await;
