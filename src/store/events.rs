@@ -1,5 +1,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use sqlx::any::AnyRow;
+use sqlx::AnyConnection;
 use utoipa::ToSchema;
 
 use super::rows;
@@ -31,17 +33,42 @@ impl Store {
     ) -> StoreResult<Vec<SessionEvent>> {
         let mut conn = self.inner.read.acquire().await?;
         find_session(&mut conn, tenant, session_id.as_str()).await?;
-        sqlx::query(
-            "SELECT session_id, sequence, type, data, created_at FROM session_events \
-             WHERE session_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
-        )
-        .bind(session_id.as_str())
-        .bind(after)
-        .bind(i64::from(limit.min(MAX_EVENTS)))
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(rows::event)
-        .collect()
+        let page = EventPage {
+            table: "session_events",
+            key: "session_id",
+            after,
+            limit,
+        };
+        page.rows(&mut conn, session_id.as_str())
+            .await?
+            .iter()
+            .map(rows::event)
+            .collect()
+    }
+}
+
+/// A page of an event table (`key`, `sequence`, `type`, `data`, `created_at`): entries of one
+/// key with `sequence > after`, oldest first, at most `limit` (capped).
+pub(super) struct EventPage {
+    pub table: &'static str,
+    pub key: &'static str,
+    pub after: i64,
+    pub limit: u32,
+}
+
+impl EventPage {
+    pub async fn rows(&self, conn: &mut AnyConnection, id: &str) -> StoreResult<Vec<AnyRow>> {
+        let sql = format!(
+            "SELECT {key}, sequence, type, data, created_at FROM {table} \
+             WHERE {key} = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
+            key = self.key,
+            table = self.table
+        );
+        Ok(sqlx::query(&sql)
+            .bind(id)
+            .bind(self.after)
+            .bind(i64::from(self.limit.min(MAX_EVENTS)))
+            .fetch_all(conn)
+            .await?)
     }
 }

@@ -6,11 +6,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::any::AnyRow;
 use utoipa::ToSchema;
 
+use super::events::EventPage;
 use super::rows::{int, json, text, time};
 use super::{Store, StoreError, StoreResult};
 use crate::domain::RunId;
-
-const MAX_EVENTS: u32 = 1000;
 
 /// One entry of a run's execution-resource history. `sequence` is the record's version after
 /// the write that logged it (entries from before this log existed are numbered from 1).
@@ -51,17 +50,16 @@ impl Store {
         if exists.is_none() {
             return Err(StoreError::NotFound("execution_resource"));
         }
-        sqlx::query(
-            "SELECT run_id, sequence, type, data, created_at FROM execution_resource_events \
-             WHERE run_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
-        )
-        .bind(run_id.as_str())
-        .bind(after)
-        .bind(i64::from(limit.min(MAX_EVENTS)))
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(resource_event)
-        .collect()
+        let page = EventPage {
+            table: "execution_resource_events",
+            key: "run_id",
+            after,
+            limit,
+        };
+        page.rows(&mut conn, run_id.as_str())
+            .await?
+            .iter()
+            .map(resource_event)
+            .collect()
     }
 }

@@ -7,7 +7,7 @@ use sagents::domain::sandbox::WorkspaceMode;
 use sagents::store::Backend;
 use serde_json::{json, Value};
 
-use super::fixture::{ax_with_faults, spec_json, Ax, Claimed};
+use super::fixture::{ax_with_faults, spec_json, Ax};
 use super::{assert_gone, running, Replica, PROVIDER_TOKEN};
 use crate::on_both_backends;
 
@@ -43,19 +43,10 @@ fn assert_terminated_for(record: &Value, purpose: &str, key_suffix: &str) {
 }
 
 /// A provisioned, claimed run with a file and a background process, then suspended.
-async fn suspended_with_work(ax: &Ax) -> (String, String, Claimed, i32) {
-    let session = ax.app.create_session().await;
-    let (run, claim) = ax.running_isolated(&session).await;
-    ax.sh(&claim, "printf v1 > state.txt").await;
-    let pid = ax.background(&claim).await;
-    ax.suspend(&claim, "approval_required").await;
-    (session, run, claim, pid)
-}
-
 async fn failing_releases_back_off_while_the_user_sees_nothing_and_end_released(backend: Backend) {
     // Each failed snapshot resumes the sandbox and answers a recoverable error.
     let ax = ax_with_faults(backend, "snapshot=fail:times=3").await;
-    let (session, run, claim, pid) = suspended_with_work(&ax).await;
+    let (session, run, claim, pid) = ax.suspended_with_work().await;
     let user_view = ax.snapshot_bytes(&session).await;
 
     assert_eq!(ax.drain().await, 1);
@@ -125,7 +116,7 @@ async fn a_broken_sandbox_is_force_terminated_and_its_resume_fails_with_snapshot
 ) {
     // The snapshot fails and the paused sandbox cannot be brought back: a terminal error.
     let ax = ax_with_faults(backend, "snapshot=fail:times=1;resume=fail:times=1").await;
-    let (session, run, _, pid) = suspended_with_work(&ax).await;
+    let (session, run, _, pid) = ax.suspended_with_work().await;
     let user_view = ax.snapshot_bytes(&session).await;
 
     assert_eq!(ax.drain().await, 1);
@@ -188,7 +179,7 @@ async fn provisions_are_retried_and_a_refused_one_fails_the_run(backend: Backend
 
 async fn a_run_cancelled_while_its_snapshot_keeps_failing_is_terminated(backend: Backend) {
     let ax = ax_with_faults(backend, "snapshot=fail:times=1000").await;
-    let (session, run, _, pid) = suspended_with_work(&ax).await;
+    let (session, run, _, pid) = ax.suspended_with_work().await;
     assert_eq!(ax.drain().await, 1);
     let failing = ax.record(&run).await;
     assert_eq!(failing["state"], "release_failed");
@@ -220,7 +211,7 @@ async fn a_run_cancelled_while_its_snapshot_keeps_failing_is_terminated(backend:
 
 async fn a_refused_token_is_retried_and_never_costs_the_snapshot(backend: Backend) {
     let ax = ax_with_faults(backend, "").await;
-    let (session, run, _, pid) = suspended_with_work(&ax).await;
+    let (session, run, _, pid) = ax.suspended_with_work().await;
     let store = ax.app.store();
     let registered = store.get_provider("local").await.unwrap().unwrap();
     let register = |token: &'static str| {

@@ -253,6 +253,26 @@ impl Ax {
         record
     }
 
+    /// A running isolated run with a file written (`state.txt` = `v1`) and a background
+    /// process, suspended for an approval: `(session, run, claim, pid)`.
+    pub async fn suspended_with_work(&self) -> (String, String, Claimed, i32) {
+        let session = self.app.create_session().await;
+        let (run, claim) = self.running_isolated(&session).await;
+        self.sh(&claim, "printf v1 > state.txt").await;
+        let pid = self.background(&claim).await;
+        self.suspend(&claim, "approval_required").await;
+        (session, run, claim, pid)
+    }
+
+    /// How many releases of `disposition` ended in `outcome` in this process.
+    pub fn releases(&self, disposition: &str, outcome: &str) -> u64 {
+        self.app
+            .store()
+            .metrics()
+            .lifecycle
+            .releases(disposition, outcome)
+    }
+
     /// Suspends the claimed run and has the coordinator act on it once: the snapshot as the
     /// user saw it on suspension, and the run's record after.
     pub async fn suspend_and_drain(

@@ -10,11 +10,7 @@ crate::on_both_backends!(a_refused_release_is_retried_and_never_costs_the_snapsh
 
 async fn a_refused_release_is_retried_and_never_costs_the_snapshot(backend: Backend) {
     let ax = ax_with_faults(backend, "release=refused:times=1").await;
-    let session = ax.app.create_session().await;
-    let (run, claim) = ax.running_isolated(&session).await;
-    ax.sh(&claim, "printf v1 > state.txt").await;
-    let pid = ax.background(&claim).await;
-    ax.suspend(&claim, "approval_required").await;
+    let (session, run, _, pid) = ax.suspended_with_work().await;
     let user_view = ax.snapshot_bytes(&session).await;
 
     assert_eq!(ax.drain().await, 1);
@@ -27,13 +23,7 @@ async fn a_refused_release_is_retried_and_never_costs_the_snapshot(backend: Back
     assert_eq!(record["retry_count"], 1);
     let key = record["release_idempotency_key"].clone();
     assert!(running(pid), "a refusal did nothing to the sandbox");
-    let refused = ax
-        .app
-        .store()
-        .metrics()
-        .lifecycle
-        .releases("snapshot_and_terminate", "refused");
-    assert_eq!(refused, 1);
+    assert_eq!(ax.releases("snapshot_and_terminate", "refused"), 1);
     assert_eq!(ax.snapshot_bytes(&session).await, user_view);
 
     ax.advance(2);

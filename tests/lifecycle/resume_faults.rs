@@ -16,11 +16,7 @@ crate::on_both_backends!(
 async fn a_reply_attaches_at_once_while_every_snapshot_fails(backend: Backend) {
     // Each failed snapshot brings the sandbox back and answers a recoverable error.
     let ax = ax_with_faults(backend, "snapshot=fail").await;
-    let session = ax.app.create_session().await;
-    let (run, claim) = ax.running_isolated(&session).await;
-    ax.sh(&claim, "printf v1 > state.txt").await;
-    let pid = ax.background(&claim).await;
-    ax.suspend(&claim, "approval_required").await;
+    let (session, run, claim, pid) = ax.suspended_with_work().await;
     for (attempt, wait) in [(1, 1), (2, 2), (3, 4)] {
         assert_eq!(ax.drain().await, 1);
         let record = ax.record(&run).await;
@@ -48,23 +44,13 @@ async fn a_reply_attaches_at_once_while_every_snapshot_fails(backend: Backend) {
     );
     assert_eq!(ax.sh(&resumed, "cat state.txt").await, "v1");
     assert!(running(pid), "never released");
-    let abandoned = ax
-        .app
-        .store()
-        .metrics()
-        .lifecycle
-        .releases("snapshot_and_terminate", "abandoned");
-    assert_eq!(abandoned, 1);
+    assert_eq!(ax.releases("snapshot_and_terminate", "abandoned"), 1);
 }
 
 async fn a_reply_settles_a_lost_release_answer_at_once(backend: Backend) {
     // The provider takes the snapshot and terminates, then the answer is lost.
     let ax = ax_with_faults(backend, "release=drop:times=1").await;
-    let session = ax.app.create_session().await;
-    let (run, claim) = ax.running_isolated(&session).await;
-    ax.sh(&claim, "printf v1 > state.txt").await;
-    let pid = ax.background(&claim).await;
-    ax.suspend(&claim, "approval_required").await;
+    let (session, run, claim, pid) = ax.suspended_with_work().await;
     assert_eq!(ax.drain().await, 1);
     let record = ax.record(&run).await;
     assert_eq!(record["state"], "release_failed", "{record}");
@@ -76,12 +62,7 @@ async fn a_reply_settles_a_lost_release_answer_at_once(backend: Backend) {
     let record = ax.record(&run).await;
     assert_eq!(record["state"], "active", "{record}");
     assert_eq!(record["generation"], claim.generation + 1, "restored");
-    let released = ax
-        .app
-        .store()
-        .metrics()
-        .lifecycle
-        .releases("snapshot_and_terminate", "released");
+    let released = ax.releases("snapshot_and_terminate", "released");
     assert_eq!(released, 1, "the retry under {key} was answered");
     assert_gone(pid, "the lost release had terminated it").await;
     let resumed = ax.claim().await;
