@@ -135,6 +135,24 @@ pub struct Run {
     pub updated_at: DateTime<Utc>,
 }
 
+/// The lease on a run as its runtime may read it back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct LeaseHolder {
+    /// The `worker_id` the lease was granted to.
+    pub worker_id: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// `GET /v1/runs/{run_id}`: what a runtime that lost an answer needs to know where it stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunReadBack {
+    pub run: Run,
+    /// The live lease, if any (none once it expired or was handed back).
+    pub lease: Option<LeaseHolder>,
+    /// The run's latest suspension, whatever its status.
+    pub latest_suspension_id: Option<super::SuspensionId>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use super::auth::{Frontend, Runtime};
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, PathIds};
 use crate::domain::commands::{CompleteRun, ConfirmResumed, CreateRun, FailRun, SuspendRun};
-use crate::domain::run::Run;
+use crate::domain::run::{Run, RunReadBack};
 use crate::domain::{RunId, SessionId};
 use crate::http::state::AppState;
 use crate::service::runs::{self, CreateRunError};
@@ -19,6 +19,7 @@ use crate::service::runs::{self, CreateRunError};
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_run))
+        .routes(routes!(read_back_run))
         .routes(routes!(cancel_run))
         .routes(routes!(resume_run))
         .routes(routes!(suspend_run))
@@ -59,6 +60,28 @@ async fn create_run(
             CreateRunError::Store(e) => e.into(),
         })?;
     Ok((StatusCode::CREATED, Json(run)))
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/runs/{run_id}",
+    tag = "runtime",
+    params(("run_id" = RunId, Path, description = "A run of the caller's tenant")),
+    responses(
+        (status = 200, description = "The run, the worker holding its live lease (if any) and its latest suspension: how a runtime that lost an answer learns whether its write landed", body = RunReadBack),
+        (status = 404, description = "`run.not_found`: no such run in the caller's tenant", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+async fn read_back_run(
+    State(state): State<AppState>,
+    auth: Runtime,
+    ids: PathIds,
+) -> Result<Json<RunReadBack>, ApiError> {
+    let run_id: RunId = ids.get("run_id")?;
+    Ok(Json(
+        state.store.read_back_run(auth.scope(), &run_id).await?,
+    ))
 }
 
 #[utoipa::path(

@@ -25,7 +25,7 @@ use crate::store::SessionEvent;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(create_session))
+        .routes(routes!(create_session, list_sessions))
         .routes(routes!(get_snapshot))
         .routes(routes!(list_events))
 }
@@ -48,6 +48,61 @@ async fn create_session(
 ) -> Result<(StatusCode, Json<Session>), ApiError> {
     let session = state.store.create_session(auth.tenant()?, &cmd).await?;
     Ok((StatusCode::CREATED, Json(session)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SessionsQuery {
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// At most this many sessions (1 to 1000, default 100).
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct SessionPage {
+    /// Newest first.
+    pub sessions: Vec<Session>,
+    /// Pass as `cursor` for the next page; absent on the last one.
+    pub next_cursor: Option<SessionId>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/sessions",
+    tag = "sessions",
+    params(SessionsQuery),
+    responses(
+        (status = 200, description = "The tenant's sessions, newest first: how a frontend whose create answer was lost finds its session", body = SessionPage),
+        (status = 404, description = "`session.not_found`: the cursor names no session of the tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`request.invalid`: `limit` out of range", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+async fn list_sessions(
+    State(state): State<AppState>,
+    auth: Frontend,
+    ApiQuery(query): ApiQuery<SessionsQuery>,
+) -> Result<Json<SessionPage>, ApiError> {
+    let limit = query.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::invalid("limit", "must be between 1 and 1000"));
+    }
+    let cursor: Option<SessionId> = match &query.cursor {
+        Some(c) => Some(c.parse().map_err(|_| ApiError::not_found("session"))?),
+        None => None,
+    };
+    let sessions = state
+        .store
+        .list_sessions(auth.tenant()?, cursor.as_ref(), limit)
+        .await?;
+    let next_cursor = (sessions.len() == limit as usize)
+        .then(|| sessions.last().map(|s| s.id.clone()))
+        .flatten();
+    Ok(Json(SessionPage {
+        sessions,
+        next_cursor,
+    }))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

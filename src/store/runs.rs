@@ -5,9 +5,9 @@ use super::sessions::find_session;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::commands::CreateRun;
-use crate::domain::run::{Run, RunEvent};
+use crate::domain::run::{LeaseHolder, Run, RunEvent, RunReadBack};
 use crate::domain::validate::ValidationError;
-use crate::domain::{RunId, SessionId};
+use crate::domain::{RunId, SessionId, SuspensionId};
 
 impl Store {
     /// Creates a `queued` run (the spec is already validated by the caller). The session must
@@ -87,6 +87,42 @@ impl Store {
             .visible_run(&mut conn, tenant, run_id.as_str(), false)
             .await?;
         Ok(rec.run)
+    }
+
+    /// The run as its runtime reads it back after a lost answer: its live lease holder and
+    /// its latest suspension.
+    pub async fn read_back_run(
+        &self,
+        tenant: Option<&str>,
+        run_id: &RunId,
+    ) -> StoreResult<RunReadBack> {
+        let mut conn = self.inner.read.acquire().await?;
+        let rec = self
+            .visible_run(&mut conn, tenant, run_id.as_str(), false)
+            .await?;
+        let row = sqlx::query(
+            "SELECT r.lease_holder, r.lease_expires_at, (SELECT s.id FROM suspensions s \
+             WHERE s.run_id = r.id ORDER BY s.requested_at DESC, s.id DESC LIMIT 1) AS suspension \
+             FROM runs r WHERE r.id = $1",
+        )
+        .bind(run_id.as_str())
+        .fetch_one(&mut *conn)
+        .await?;
+        let holder = rows::opt_text(&row, "lease_holder")?;
+        let expires_at = rows::opt_time(&row, "lease_expires_at")?;
+        let lease = match (holder, expires_at) {
+            (Some(worker_id), Some(expires_at)) if expires_at > self.now() => Some(LeaseHolder {
+                worker_id,
+                expires_at,
+            }),
+            _ => None,
+        };
+        Ok(RunReadBack {
+            run: rec.run,
+            lease,
+            latest_suspension_id: rows::opt_text(&row, "suspension")?
+                .map(SuspensionId::from_trusted),
+        })
     }
 
     /// Frontend cancel: any non-terminal run → `cancelled` (a terminal one → `Conflict`

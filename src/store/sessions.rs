@@ -12,6 +12,8 @@ use crate::domain::snapshot::Snapshot;
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::SessionId;
 
+const MAX_PAGE: u32 = 1000;
+
 /// Whether a caller scoped to `tenant` (None: admin) may see something owned by `owner`.
 pub(super) fn sees(tenant: Option<&str>, owner: &str) -> bool {
     tenant.is_none_or(|t| t == owner)
@@ -90,6 +92,34 @@ impl Store {
         }
         .await;
         tx.finish(self, result).await
+    }
+
+    /// The tenant's sessions, newest first, at most `limit`, after the session `before` (the
+    /// last one of the previous page) when given.
+    pub async fn list_sessions(
+        &self,
+        tenant: &str,
+        before: Option<&SessionId>,
+        limit: u32,
+    ) -> StoreResult<Vec<Session>> {
+        let mut conn = self.inner.read.acquire().await?;
+        if let Some(before) = before {
+            find_session(&mut conn, Some(tenant), before.as_str()).await?;
+        }
+        let sql = format!(
+            "SELECT {SESSION_COLS} FROM sessions s WHERE s.tenant_id = $1 AND ($2 IS NULL OR \
+             (s.created_at, s.id) < (SELECT c.created_at, c.id FROM sessions c WHERE c.id = $2)) \
+             ORDER BY s.created_at DESC, s.id DESC LIMIT $3"
+        );
+        sqlx::query(&sql)
+            .bind(tenant)
+            .bind(before.map(SessionId::as_str))
+            .bind(i64::from(limit.min(MAX_PAGE)))
+            .fetch_all(&mut *conn)
+            .await?
+            .iter()
+            .map(rows::session)
+            .collect()
     }
 
     /// `tenant: None` means an admin caller that sees every tenant.

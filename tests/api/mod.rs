@@ -8,6 +8,7 @@ mod idempotency;
 mod openapi;
 mod outage;
 mod providers;
+mod read_back;
 mod replicas;
 mod scale;
 mod shutdown;
