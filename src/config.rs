@@ -7,6 +7,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::domain::token::Role;
 
+/// Beyond the longest long-poll, the time a request has to read its body and answer.
+pub const REQUEST_MARGIN: Duration = Duration::from_secs(15);
+
 #[derive(Debug, Parser)]
 #[command(name = "sagents", version, about = "SAgents lifecycle service")]
 pub struct Cli {
@@ -166,6 +169,12 @@ impl Config {
         Duration::from_secs(self.long_poll_max_seconds)
     }
 
+    /// The longest a request may run: the longest long-poll and a margin for reading the body
+    /// and writing the answer. An `Idempotency-Key` is in flight for no longer than this.
+    pub fn request_deadline(&self) -> Duration {
+        self.long_poll_max() + REQUEST_MARGIN
+    }
+
     pub fn body_limit(&self) -> usize {
         usize::try_from(self.body_limit_bytes).unwrap_or(usize::MAX)
     }
@@ -174,6 +183,14 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_idempotency_key_is_in_flight_no_longer_than_its_request_may_run() {
+        let mut c = Config::with_database("sqlite://x");
+        assert_eq!(c.request_deadline(), Duration::from_secs(75));
+        c.long_poll_max_seconds = 5;
+        assert_eq!(c.request_deadline(), Duration::from_secs(20));
+    }
 
     #[test]
     fn defaults_match_the_documented_ones() {

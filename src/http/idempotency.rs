@@ -47,7 +47,7 @@ async fn handle(state: AppState, req: Request, next: Next) -> Result<Response, R
 
     let begin = state
         .store
-        .idempotency_begin(&scope, &key, &hash)
+        .idempotency_begin(&scope, &key, &hash, in_flight_for(&state))
         .await
         .map_err(|e| ApiError::from(e).into_response())?;
     match begin {
@@ -78,9 +78,17 @@ async fn handle(state: AppState, req: Request, next: Next) -> Result<Response, R
         key,
         done: false,
     };
-    let res = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
-        .await;
+    // The key is in flight only as long as the request may run: past that it is given up.
+    let deadline = state.config.request_deadline();
+    let run = next.run(Request::from_parts(parts, Body::from(bytes)));
+    let Ok(res) = tokio::time::timeout(deadline, run).await else {
+        pending.abort().await;
+        tracing::error!(
+            ?deadline,
+            "a request with an Idempotency-Key ran past its deadline"
+        );
+        return Err(ApiError::unavailable("the request took too long; retry it").into_response());
+    };
     let (res_parts, res_body) = res.into_parts();
     let Ok(collected) = res_body.collect().await else {
         pending.abort().await;
@@ -100,6 +108,10 @@ async fn handle(state: AppState, req: Request, next: Next) -> Result<Response, R
             .await;
     }
     Ok(Response::from_parts(res_parts, Body::from(body)))
+}
+
+fn in_flight_for(state: &AppState) -> chrono::Duration {
+    chrono::Duration::from_std(state.config.request_deadline()).unwrap_or(chrono::Duration::MAX)
 }
 
 /// 1 to 255 visible ASCII characters.

@@ -5,9 +5,6 @@ use super::tx::WriteTx;
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
 
-/// How long an in-flight entry may stay unfinished before another request takes it over.
-const ABANDONED_AFTER: Duration = Duration::minutes(5);
-
 /// What to do with a request carrying an `Idempotency-Key`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdempotencyBegin {
@@ -23,16 +20,19 @@ pub enum IdempotencyBegin {
 
 impl Store {
     /// `scope` separates callers (the token id); `request_hash` covers method, path and body.
-    /// An in-flight entry older than 5 minutes is considered abandoned and taken over.
+    /// An entry is in flight for at most `deadline`, the longest its request may run: after
+    /// that its request is gone (finished, timed out, or its replica died) and a retry takes
+    /// the key over and runs normally.
     pub async fn idempotency_begin(
         &self,
         scope: &str,
         key: &str,
         request_hash: &str,
+        deadline: Duration,
     ) -> StoreResult<IdempotencyBegin> {
         let mut tx = self.write_tx().await?;
         let result = self
-            .idempotency_begin_in(&mut tx, scope, key, request_hash)
+            .idempotency_begin_in(&mut tx, scope, key, request_hash, deadline)
             .await;
         tx.finish(self, result).await
     }
@@ -89,6 +89,7 @@ impl Store {
         scope: &str,
         key: &str,
         request_hash: &str,
+        deadline: Duration,
     ) -> StoreResult<IdempotencyBegin> {
         let now = tx.now;
         let inserted = sqlx::query(
@@ -130,7 +131,7 @@ impl Store {
             .bind(scope)
             .bind(key)
             .bind(to_millis(now))
-            .bind(to_millis(now - ABANDONED_AFTER))
+            .bind(to_millis(now.checked_sub_signed(deadline).unwrap_or(now)))
             .execute(tx.conn())
             .await?;
             if taken.rows_affected() == 1 {

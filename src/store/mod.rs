@@ -151,7 +151,7 @@ mod tests {
         send(&s.list_events(None, ses, 0, 1));
         send(&s.create_token(Role::Admin, None));
         send(&s.authenticate("h"));
-        send(&s.idempotency_begin("s", "k", "h"));
+        send(&s.idempotency_begin("s", "k", "h", ttl));
         send(&s.idempotency_finish("s", "k", 200, b""));
         send(&s.setting_or_init("k", "v"));
         send(&s.upsert_provider("p", "u", "t", &serde_json::Value::Null));

@@ -10,6 +10,9 @@ use sagents::store::{Backend, IdempotencyBegin, Store, StoreError};
 use serde_json::json;
 
 use super::{fx, run_cmd};
+
+/// How long a request may run with the default configuration (a 60 s long-poll and 15 s).
+const IN_FLIGHT: Duration = Duration::seconds(75);
 use crate::common::db;
 use crate::on_both_backends;
 
@@ -108,19 +111,27 @@ async fn idempotency_keys_replay_and_refuse(backend: Backend) {
     let f = fx(backend).await;
     let s = &f.store;
     assert_eq!(
-        s.idempotency_begin("tok_a", "k1", "h1").await.unwrap(),
+        s.idempotency_begin("tok_a", "k1", "h1", IN_FLIGHT)
+            .await
+            .unwrap(),
         IdempotencyBegin::Started
     );
     assert_eq!(
-        s.idempotency_begin("tok_a", "k1", "h1").await.unwrap(),
+        s.idempotency_begin("tok_a", "k1", "h1", IN_FLIGHT)
+            .await
+            .unwrap(),
         IdempotencyBegin::InFlight
     );
     assert_eq!(
-        s.idempotency_begin("tok_a", "k1", "h2").await.unwrap(),
+        s.idempotency_begin("tok_a", "k1", "h2", IN_FLIGHT)
+            .await
+            .unwrap(),
         IdempotencyBegin::Mismatch
     );
     assert_eq!(
-        s.idempotency_begin("tok_b", "k1", "h2").await.unwrap(),
+        s.idempotency_begin("tok_b", "k1", "h2", IN_FLIGHT)
+            .await
+            .unwrap(),
         IdempotencyBegin::Started,
         "keys are scoped per caller"
     );
@@ -130,48 +141,65 @@ async fn idempotency_keys_replay_and_refuse(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(
-        s.idempotency_begin("tok_a", "k1", "h1").await.unwrap(),
+        s.idempotency_begin("tok_a", "k1", "h1", IN_FLIGHT)
+            .await
+            .unwrap(),
         IdempotencyBegin::Replay {
             status: 201,
             body: body.to_vec()
         }
     );
     assert_eq!(
-        s.idempotency_begin("tok_a", "k1", "h2").await.unwrap(),
+        s.idempotency_begin("tok_a", "k1", "h2", IN_FLIGHT)
+            .await
+            .unwrap(),
         IdempotencyBegin::Mismatch
     );
 
     assert_eq!(
-        s.idempotency_begin("tok_a", "k2", "h").await.unwrap(),
+        s.idempotency_begin("tok_a", "k2", "h", IN_FLIGHT)
+            .await
+            .unwrap(),
         IdempotencyBegin::Started
     );
     s.idempotency_abort("tok_a", "k2").await.unwrap();
     assert_eq!(
-        s.idempotency_begin("tok_a", "k2", "other").await.unwrap(),
+        s.idempotency_begin("tok_a", "k2", "other", IN_FLIGHT)
+            .await
+            .unwrap(),
         IdempotencyBegin::Started,
         "an aborted key is free again"
     );
 
-    f.advance(4 * 60);
+    f.advance(IN_FLIGHT.num_seconds() - 1);
     assert_eq!(
-        s.idempotency_begin("tok_a", "k2", "other").await.unwrap(),
-        IdempotencyBegin::InFlight
+        s.idempotency_begin("tok_a", "k2", "other", IN_FLIGHT)
+            .await
+            .unwrap(),
+        IdempotencyBegin::InFlight,
+        "its request may still be running"
     );
-    f.advance(60);
+    f.advance(1);
     assert_eq!(
-        s.idempotency_begin("tok_a", "k2", "other").await.unwrap(),
+        s.idempotency_begin("tok_a", "k2", "other", IN_FLIGHT)
+            .await
+            .unwrap(),
         IdempotencyBegin::Started,
-        "an in-flight entry left for 5 minutes is abandoned"
+        "past its request's deadline the key is taken over and the retry runs"
     );
     assert_eq!(
-        s.idempotency_begin("tok_a", "k2", "other").await.unwrap(),
+        s.idempotency_begin("tok_a", "k2", "other", IN_FLIGHT)
+            .await
+            .unwrap(),
         IdempotencyBegin::InFlight
     );
 
     f.clock.advance(Duration::hours(25));
     assert_eq!(s.purge_idempotency(Duration::hours(24)).await.unwrap(), 1);
     assert_eq!(
-        s.idempotency_begin("tok_a", "k1", "h3").await.unwrap(),
+        s.idempotency_begin("tok_a", "k1", "h3", IN_FLIGHT)
+            .await
+            .unwrap(),
         IdempotencyBegin::Started
     );
 }

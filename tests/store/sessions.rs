@@ -247,7 +247,10 @@ async fn revision_moves_only_with_visible_changes(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(
-        f.store.idempotency_begin("tok", "k", "h").await.unwrap(),
+        f.store
+            .idempotency_begin("tok", "k", "h", chrono::Duration::seconds(75))
+            .await
+            .unwrap(),
         sagents::store::IdempotencyBegin::Started
     );
     f.store
