@@ -343,10 +343,16 @@ impl Coordinator {
         let counters = &self.store.metrics().lifecycle;
         counters.provider_call(kind.as_str(), &call_status(&result));
         let next = match &result {
-            Ok(handle) => {
-                tracing::info!(sandbox_id = %handle.r#ref.sandbox_id, "sandbox ready");
-                Next::plain(outcome::bind_succeeded(w.record.clone(), kind, handle)?)
-            }
+            Ok(handle) => match outcome::handle_mismatch(&w.record, &w.tenant_id, handle) {
+                None => {
+                    tracing::info!(sandbox_id = %handle.r#ref.sandbox_id, "sandbox ready");
+                    Next::plain(outcome::bind_succeeded(w.record.clone(), kind, handle)?)
+                }
+                Some(why) => {
+                    tracing::error!(sandbox_id = %handle.r#ref.sandbox_id, %why, "handle refused");
+                    outcome::bind_mismatched(w.record.clone(), kind, handle, why)?
+                }
+            },
             Err(e) => {
                 tracing::warn!(error = %e, "{} failed", kind.as_str());
                 self.forget_client_on(&w.record.provider_id, e);

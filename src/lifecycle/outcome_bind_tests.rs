@@ -236,3 +236,40 @@ fn abandoning_is_only_for_records_without_compute() {
     assert!(!r.compute_released);
     assert!(abandon(record(ResourceState::Active)).is_err());
 }
+
+#[test]
+fn a_handle_for_another_run_or_policy_is_bound_only_to_be_terminated() {
+    let r = record(ResourceState::Provisioning);
+    let mut good = handle("sbx_2");
+    good.r#ref.owner_run_id = r.run_id.to_string();
+    assert_eq!(handle_mismatch(&r, "acme", &good), None);
+
+    let mut foreign = good.clone();
+    foreign.r#ref.owner_run_id = "run_someone_else".into();
+    foreign.r#ref.policy_hash = format!("sha256:{}", "9".repeat(64));
+    let why = handle_mismatch(&r, "acme", &foreign).expect("a mismatch");
+    assert!(
+        why.contains("owner_run_id") && why.contains("policy_hash"),
+        "{why}"
+    );
+    assert!(!why.contains("spec_hash"), "{why}");
+    assert!(handle_mismatch(&r, "other-tenant", &good)
+        .unwrap()
+        .contains("tenant_id"));
+
+    let next = bind_mismatched(r, BindKind::Provision, &foreign, why.clone()).unwrap();
+    assert_eq!(
+        next.record.state,
+        ResourceState::Active,
+        "bound, so it gets terminated"
+    );
+    assert_eq!(next.record.sandbox_ref, Some(foreign.r#ref.clone().into()));
+    assert_eq!(next.record.error.as_ref().unwrap().code, HANDLE_MISMATCH);
+    assert_eq!(
+        next.effect,
+        RunEffect::Fail {
+            code: HANDLE_MISMATCH.into(),
+            message: why
+        }
+    );
+}

@@ -31,6 +31,7 @@ mod coordinator;
 mod cycle;
 mod faults;
 mod fixture;
+mod handles;
 mod history;
 mod pool;
 mod refusals;

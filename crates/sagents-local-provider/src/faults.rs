@@ -11,6 +11,7 @@
 //! ACTION   := recoverable   (answer 503 retryable, doing nothing)
 //!           | terminal      (answer 500 not retryable; the named sandbox is reported lost)
 //!           | refused       (answer 409 not retryable, doing nothing: a request problem)
+//!           | foreign       (do the work, then name another run as the handle's owner)
 //!           | drop          (do the work, then cut the connection instead of answering)
 //!           | delay_ms=N    (wait N ms, then handle normally)
 //!           | fail          (snapshot / resume only: that step fails)
@@ -43,6 +44,7 @@ pub enum FaultAction {
     Recoverable,
     Terminal,
     Refused,
+    Foreign,
     Drop,
     Delay(Duration),
     Fail,
@@ -135,17 +137,16 @@ fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
         "recoverable" => FaultAction::Recoverable,
         "terminal" => FaultAction::Terminal,
         "refused" => FaultAction::Refused,
+        "foreign" => FaultAction::Foreign,
         "drop" => FaultAction::Drop,
         "fail" => FaultAction::Fail,
         other => match other.strip_prefix("delay_ms=") {
             Some(ms) => FaultAction::Delay(Duration::from_millis(
                 ms.parse().map_err(|_| err("delay_ms needs an integer"))?,
             )),
-            None => {
-                return Err(err(
-                    "ACTION must be recoverable, terminal, refused, drop, fail or delay_ms=N",
-                ))
-            }
+            None => return Err(err(
+                "ACTION must be recoverable, terminal, refused, foreign, drop, fail or delay_ms=N",
+            )),
         },
     };
     let is_step = matches!(point, FaultPoint::Snapshot | FaultPoint::Resume);

@@ -122,10 +122,27 @@ where
         _ => {}
     }
     let resp = work.await.unwrap_or_else(IntoResponse::into_response);
-    if decision.action == Some(FaultAction::Drop) {
-        return dropped();
+    match decision.action {
+        Some(FaultAction::Drop) => dropped(),
+        Some(FaultAction::Foreign) => foreign_owner(resp).await,
+        _ => resp,
     }
-    resp
+}
+
+/// The answer as if the sandbox belonged to another run (the work itself was done).
+async fn foreign_owner(resp: Response) -> Response {
+    let (mut parts, body) = resp.into_parts();
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return dropped();
+    };
+    let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    if let Some(owner) = json.pointer_mut("/ref/owner_run_id") {
+        *owner = serde_json::Value::String("run_foreign".into());
+    }
+    Response::from_parts(parts, Body::from(json.to_string()))
 }
 
 async fn capabilities(State(s): State<AppState>) -> Response {
