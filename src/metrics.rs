@@ -105,6 +105,11 @@ pub struct LifecycleCounters {
     releases: Labelled<(String, String)>,
     /// By operation: `release`, `provision`, `restore`, `attach`.
     retries: Labelled<String>,
+    /// Failed release calls by class: `retry`, `uncertain`, `refused`, `final`.
+    release_failures: Labelled<String>,
+    /// Receipts the provider marked `duplicate` (a retry of a release it had done), by
+    /// disposition.
+    release_duplicates: Labelled<String>,
     /// `(endpoint, status)`: status is `ok`, the HTTP status of a provider error, or
     /// `uncertain` / `unreachable` / `error` when there was none.
     provider_calls: Labelled<(String, String)>,
@@ -117,6 +122,22 @@ impl LifecycleCounters {
 
     pub fn retry(&self, operation: &str) {
         bump(&self.retries, operation.to_owned());
+    }
+
+    pub fn release_failure(&self, class: &str) {
+        bump(&self.release_failures, class.to_owned());
+    }
+
+    pub fn release_duplicate(&self, disposition: &str) {
+        bump(&self.release_duplicates, disposition.to_owned());
+    }
+
+    pub fn release_failures(&self, class: &str) -> u64 {
+        read(&self.release_failures, &class.to_owned())
+    }
+
+    pub fn release_duplicates(&self, disposition: &str) -> u64 {
+        read(&self.release_duplicates, &disposition.to_owned())
     }
 
     pub fn provider_call(&self, endpoint: &str, status: &str) {
@@ -163,18 +184,31 @@ impl LifecycleCounters {
                 escape(outcome)
             );
         }
-        let name = "sagents_lifecycle_retries_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Provider operations scheduled for a retry with backoff.\n# TYPE {name} counter"
-        );
-        for (operation, n) in self
-            .retries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            let _ = writeln!(out, "{name}{{operation=\"{}\"}} {n}", escape(operation));
+        let one_label = [
+            (
+                "sagents_lifecycle_retries_total",
+                "Provider operations scheduled for a retry with backoff.",
+                "operation",
+                &self.retries,
+            ),
+            (
+                "sagents_lifecycle_release_failures_total",
+                "Failed release calls by class (retry, uncertain, refused, final).",
+                "class",
+                &self.release_failures,
+            ),
+            (
+                "sagents_lifecycle_release_duplicates_total",
+                "Release receipts the provider marked duplicate, by disposition.",
+                "disposition",
+                &self.release_duplicates,
+            ),
+        ];
+        for (name, help, label, map) in one_label {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for (value, n) in map.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                let _ = writeln!(out, "{name}{{{label}=\"{}\"}} {n}", escape(value));
+            }
         }
         let name = "sagents_provider_calls_total";
         let _ = writeln!(

@@ -297,10 +297,19 @@ impl Coordinator {
         let record = match &result {
             Ok(receipt) => {
                 tracing::info!(duplicate = receipt.duplicate, "release answered");
+                if receipt.duplicate {
+                    counters.release_duplicate(asked.as_str());
+                }
                 outcome::release_answered(w.record.clone(), receipt, now, jitter())?
             }
             Err(e) => {
                 tracing::warn!(error = %e, "release failed");
+                counters.release_failure(match (outcome::classify(e), e) {
+                    (_, ProviderCallError::Uncertain { .. }) => "uncertain",
+                    (FailureClass::Retry, _) => "retry",
+                    (FailureClass::Refused, _) => "refused",
+                    (FailureClass::Final, _) => "final",
+                });
                 self.forget_client_on(&w.record.provider_id, e);
                 outcome::release_failed(w.record.clone(), e, now, jitter())?
             }

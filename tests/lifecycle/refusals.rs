@@ -24,6 +24,18 @@ async fn a_refused_release_is_retried_and_never_costs_the_snapshot(backend: Back
     let key = record["release_idempotency_key"].clone();
     assert!(running(pid), "a refusal did nothing to the sandbox");
     assert_eq!(ax.releases("snapshot_and_terminate", "refused"), 1);
+    let counters = &ax.app.store().metrics().lifecycle;
+    assert_eq!(counters.release_failures("refused"), 1);
+    assert_eq!(
+        counters.release_failures("final"),
+        0,
+        "never taken for a broken sandbox"
+    );
+    let text = ax.app.store().metrics().render_prometheus();
+    assert!(
+        text.contains("sagents_lifecycle_release_failures_total{class=\"refused\"} 1"),
+        "{text}"
+    );
     assert_eq!(ax.snapshot_bytes(&session).await, user_view);
 
     ax.advance(2);

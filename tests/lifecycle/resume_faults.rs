@@ -64,6 +64,13 @@ async fn a_reply_settles_a_lost_release_answer_at_once(backend: Backend) {
     assert_eq!(record["generation"], claim.generation + 1, "restored");
     let released = ax.releases("snapshot_and_terminate", "released");
     assert_eq!(released, 1, "the retry under {key} was answered");
+    let counters = &ax.app.store().metrics().lifecycle;
+    assert_eq!(counters.release_failures("uncertain"), 1);
+    assert_eq!(
+        counters.release_duplicates("snapshot_and_terminate"),
+        1,
+        "the provider had done it: the retry got the same outcome"
+    );
     assert_gone(pid, "the lost release had terminated it").await;
     let resumed = ax.claim().await;
     assert_eq!(resumed.kind, "resume");
