@@ -294,7 +294,13 @@ impl Coordinator {
         let counters = &self.store.metrics().lifecycle;
         counters.provider_call("release", &call_status(&result));
         let asked = w.record.disposition.unwrap_or(disposition);
+        let evidence = self.terminate_evidence(w, &result).await;
         let record = match &result {
+            _ if evidence.is_some() => {
+                let evidence = evidence.as_deref().unwrap_or_default();
+                tracing::info!(%evidence, "terminate confirmed by inspect");
+                outcome::release_confirmed_by_inspect(w.record.clone(), evidence, now)?
+            }
             Ok(receipt) => {
                 tracing::info!(duplicate = receipt.duplicate, "release answered");
                 if receipt.duplicate {
@@ -315,6 +321,7 @@ impl Coordinator {
             }
         };
         let outcome = match record.state {
+            ResourceState::Released if evidence.is_some() => "released_on_inspect",
             ResourceState::Released => "released",
             ResourceState::ReleaseFailed => {
                 counters.retry("release");

@@ -251,6 +251,37 @@ pub fn release_answered(
     Ok(record)
 }
 
+/// A terminate the provider did not confirm, settled by inspecting the sandbox: the provider
+/// reports it terminated or knows it no more. Released, with that evidence in `error` (after
+/// the reason of a forced terminate, which stays).
+pub fn release_confirmed_by_inspect(
+    mut record: ExecutionResourceRecord,
+    evidence: &str,
+    now: DateTime<Utc>,
+) -> OutcomeResult<ExecutionResourceRecord> {
+    record.state = record.state.next(ResourceEvent::ReleaseConfirmed)?;
+    record.compute_released = true;
+    record.released_at = Some(now);
+    record.sandbox_checkpoint = None;
+    record.error = Some(match record.error.take() {
+        Some(mut reason) if record.release_purpose == Some(ReleasePurpose::ForcedTerminate) => {
+            reason.message = format!("{}; released on inspect: {evidence}", reason.message);
+            reason
+        }
+        _ => ProviderError {
+            code: RELEASED_ON_INSPECT.into(),
+            category: "evidence".into(),
+            message: evidence.into(),
+            retryable: false,
+        },
+    });
+    clear_retry(&mut record);
+    Ok(record)
+}
+
+/// The `error.code` of a record released on the evidence of an inspect, not of a receipt.
+pub const RELEASED_ON_INSPECT: &str = "release.confirmed_by_inspect";
+
 fn release_attempt_failed(
     mut record: ExecutionResourceRecord,
     error: ProviderError,

@@ -441,3 +441,28 @@ fn a_forced_terminate_that_fails_is_retried_and_the_snapshot_stays_lost() {
 
 #[path = "outcome_bind_tests.rs"]
 mod bind;
+
+#[test]
+fn an_inspect_can_confirm_a_terminate_and_keeps_a_forced_one_reason() {
+    let (r, _, requested) = releasing(ReleaseDisposition::Terminate);
+    let t = requested + Duration::seconds(3);
+    let done = release_confirmed_by_inspect(r, "inspect reports it terminated", t).unwrap();
+    assert_eq!(done.state, ResourceState::Released);
+    assert!(done.compute_released);
+    assert_eq!(done.released_at, Some(t));
+    assert_eq!(done.error.as_ref().unwrap().code, RELEASED_ON_INSPECT);
+
+    let (r, _, requested) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    let forced = release_failed(r, &terminal(), requested, 0.0).unwrap();
+    let done = release_confirmed_by_inspect(forced, "the provider knows it no more", t).unwrap();
+    let error = done.error.unwrap();
+    assert_eq!(
+        error.code, "sandbox.lost",
+        "the reason of the forced terminate stays"
+    );
+    assert!(error
+        .message
+        .ends_with("released on inspect: the provider knows it no more"));
+    assert!(done.checkpoint_lost);
+    assert!(release_confirmed_by_inspect(record(ResourceState::Active), "x", t).is_err());
+}

@@ -37,6 +37,7 @@ mod pool;
 mod refusals;
 mod replicas;
 mod resume_faults;
+mod unconfirmed;
 
 pub const TENANT: &str = "acme";
 pub const PROVIDER_TOKEN: &str = "provider-token";

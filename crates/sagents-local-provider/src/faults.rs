@@ -12,6 +12,7 @@
 //!           | terminal      (answer 500 not retryable; the named sandbox is reported lost)
 //!           | refused       (answer 409 not retryable, doing nothing: a request problem)
 //!           | foreign       (do the work, then name another run as the handle's owner)
+//!           | unconfirmed   (do the work, then answer `compute_released: false`)
 //!           | drop          (do the work, then cut the connection instead of answering)
 //!           | delay_ms=N    (wait N ms, then handle normally)
 //!           | fail          (snapshot / resume only: that step fails)
@@ -45,6 +46,7 @@ pub enum FaultAction {
     Terminal,
     Refused,
     Foreign,
+    Unconfirmed,
     Drop,
     Delay(Duration),
     Fail,
@@ -138,6 +140,7 @@ fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
         "terminal" => FaultAction::Terminal,
         "refused" => FaultAction::Refused,
         "foreign" => FaultAction::Foreign,
+        "unconfirmed" => FaultAction::Unconfirmed,
         "drop" => FaultAction::Drop,
         "fail" => FaultAction::Fail,
         other => match other.strip_prefix("delay_ms=") {
@@ -145,7 +148,8 @@ fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
                 ms.parse().map_err(|_| err("delay_ms needs an integer"))?,
             )),
             None => return Err(err(
-                "ACTION must be recoverable, terminal, refused, foreign, drop, fail or delay_ms=N",
+                "ACTION must be recoverable, terminal, refused, foreign, unconfirmed, drop, fail or \
+                     delay_ms=N",
             )),
         },
     };

@@ -124,13 +124,16 @@ where
     let resp = work.await.unwrap_or_else(IntoResponse::into_response);
     match decision.action {
         Some(FaultAction::Drop) => dropped(),
-        Some(FaultAction::Foreign) => foreign_owner(resp).await,
+        Some(FaultAction::Foreign) => {
+            rewrite(resp, "/ref/owner_run_id", "run_foreign".into()).await
+        }
+        Some(FaultAction::Unconfirmed) => rewrite(resp, "/compute_released", false.into()).await,
         _ => resp,
     }
 }
 
-/// The answer as if the sandbox belonged to another run (the work itself was done).
-async fn foreign_owner(resp: Response) -> Response {
+/// The answer with one field replaced (the work itself was done).
+async fn rewrite(resp: Response, pointer: &str, value: serde_json::Value) -> Response {
     let (mut parts, body) = resp.into_parts();
     parts.headers.remove(axum::http::header::CONTENT_LENGTH);
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
@@ -139,8 +142,8 @@ async fn foreign_owner(resp: Response) -> Response {
     let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         return Response::from_parts(parts, Body::from(bytes));
     };
-    if let Some(owner) = json.pointer_mut("/ref/owner_run_id") {
-        *owner = serde_json::Value::String("run_foreign".into());
+    if let Some(field) = json.pointer_mut(pointer) {
+        *field = value;
     }
     Response::from_parts(parts, Body::from(json.to_string()))
 }

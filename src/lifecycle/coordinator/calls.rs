@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use super::{Coordinator, Work};
 use crate::domain::resource::ReleasePurpose;
-use crate::lifecycle::outcome::{self, BindKind};
+use crate::domain::sandbox::ReleaseDisposition;
+use crate::lifecycle::outcome::{self, BindKind, FailureClass};
 use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient};
 use crate::providers::wire::{
     AttachRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest,
-    SandboxHandle,
+    SandboxHandle, SandboxReleaseReceipt, SandboxState,
 };
 
 /// The `status` label of a provider call.
@@ -135,5 +136,39 @@ impl Coordinator {
 
     pub(super) fn forget_client_on(&self, provider_id: &str, e: &ProviderCallError) {
         self.clients.forget_on(provider_id, e);
+    }
+
+    /// A terminate the provider did not confirm (no `compute_released`, a terminal error, or
+    /// a refusal such as a 404 for a sandbox already gone) is checked by inspecting the
+    /// sandbox: the evidence when the provider reports it terminated or knows it no more.
+    pub(super) async fn terminate_evidence(
+        &self,
+        w: &Work,
+        result: &Result<SandboxReleaseReceipt, ProviderCallError>,
+    ) -> Option<String> {
+        if w.record.disposition != Some(ReleaseDisposition::Terminate) {
+            return None;
+        }
+        let unconfirmed = match result {
+            Ok(receipt) => !receipt.compute_released,
+            Err(e) => matches!(
+                outcome::classify(e),
+                FailureClass::Refused | FailureClass::Final
+            ),
+        };
+        if !unconfirmed {
+            return None;
+        }
+        let sandbox_id = &w.record.sandbox_ref.as_ref()?.sandbox_id;
+        let client = self.client(&w.record.provider_id).await.ok()?;
+        match client.inspect(sandbox_id, &self.call_options(w)).await {
+            Ok(info) if info.state == SandboxState::Terminated => Some(format!(
+                "the terminate was not confirmed; inspect reports sandbox `{sandbox_id}` terminated"
+            )),
+            Err(ProviderCallError::Refused { status: 404, .. }) => Some(format!(
+                "the terminate was not confirmed; the provider knows no sandbox `{sandbox_id}`"
+            )),
+            _ => None,
+        }
     }
 }
