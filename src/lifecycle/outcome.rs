@@ -253,14 +253,15 @@ pub fn release_answered(
 
 /// A terminate the provider did not confirm, settled by inspecting the sandbox: the provider
 /// reports it terminated or knows it no more. Released, with that evidence in `error` (after
-/// the reason of a forced terminate, which stays).
+/// the reason of a forced terminate, which stays). `compute_released` stays false: only a
+/// release receipt may say so.
 pub fn release_confirmed_by_inspect(
     mut record: ExecutionResourceRecord,
     evidence: &str,
     now: DateTime<Utc>,
 ) -> OutcomeResult<ExecutionResourceRecord> {
     record.state = record.state.next(ResourceEvent::ReleaseConfirmed)?;
-    record.compute_released = true;
+    record.compute_released = false;
     record.released_at = Some(now);
     record.sandbox_checkpoint = None;
     record.error = Some(match record.error.take() {

@@ -20,7 +20,10 @@ async fn an_unconfirmed_terminate_is_released_on_the_evidence_of_an_inspect(back
     let record = ax.record(&run).await;
     assert_eq!(record["state"], "released", "{record}");
     assert_eq!(record["disposition"], "terminate");
-    assert_eq!(record["compute_released"], true);
+    assert_eq!(
+        record["compute_released"], false,
+        "only a receipt says compute was released"
+    );
     assert_eq!(
         record["error"]["code"], "release.confirmed_by_inspect",
         "{record}"
