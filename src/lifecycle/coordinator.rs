@@ -107,6 +107,16 @@ fn jitter() -> f64 {
     rand::random::<f64>() * 2.0 - 1.0
 }
 
+/// The class a failed call is counted under.
+fn failure_label(e: &ProviderCallError) -> &'static str {
+    match (outcome::classify(e), e) {
+        (_, ProviderCallError::Uncertain { .. }) => "uncertain",
+        (FailureClass::Retry, _) => "retry",
+        (FailureClass::Refused, _) => "refused",
+        (FailureClass::Final, _) => "final",
+    }
+}
+
 fn waiting_for_retry(record: &ExecutionResourceRecord, now: DateTime<Utc>) -> bool {
     record.next_retry_at.is_some_and(|t| t > now)
 }
@@ -310,12 +320,7 @@ impl Coordinator {
             }
             Err(e) => {
                 tracing::warn!(error = %e, "release failed");
-                counters.release_failure(match (outcome::classify(e), e) {
-                    (_, ProviderCallError::Uncertain { .. }) => "uncertain",
-                    (FailureClass::Retry, _) => "retry",
-                    (FailureClass::Refused, _) => "refused",
-                    (FailureClass::Final, _) => "final",
-                });
+                counters.release_failure(failure_label(e));
                 self.forget_client_on(&w.record.provider_id, e);
                 outcome::release_failed(w.record.clone(), e, now, jitter())?
             }
@@ -326,7 +331,7 @@ impl Coordinator {
             ResourceState::ReleaseFailed => {
                 counters.retry("release");
                 match &result {
-                    Err(e) if outcome::classify(e) == FailureClass::Refused => "refused",
+                    Err(e) if failure_label(e) == "refused" => "refused",
                     _ => "failed",
                 }
             }
