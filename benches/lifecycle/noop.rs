@@ -91,6 +91,8 @@ pub fn capabilities() -> Capabilities {
         supports_reconnect: true,
         max_lifetime_seconds: None,
         supports_exec: false,
+        supports_inventory: false,
+        supports_checkpoint_delete: false,
     }
 }
 

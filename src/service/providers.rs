@@ -267,6 +267,8 @@ mod tests {
             supports_reconnect: true,
             max_lifetime_seconds: None,
             supports_exec: false,
+            supports_inventory: false,
+            supports_checkpoint_delete: false,
         }
     }
 

@@ -142,6 +142,8 @@ impl Engine {
             supports_reconnect: true,
             max_lifetime_seconds: None,
             supports_exec: true,
+            supports_inventory: false,
+            supports_checkpoint_delete: false,
         }
     }
 

@@ -52,6 +52,12 @@ pub struct Capabilities {
     /// Whether `POST /v3/sandboxes/{id}/exec` is offered (reference provider extension).
     #[serde(default)]
     pub supports_exec: bool,
+    /// Whether `GET /v3/sandboxes` and `GET /v3/checkpoints` list what the provider holds.
+    #[serde(default)]
+    pub supports_inventory: bool,
+    /// Whether `DELETE /v3/checkpoints/{checkpoint_id}` is offered.
+    #[serde(default)]
+    pub supports_checkpoint_delete: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -222,6 +228,70 @@ pub struct ExecResponse {
     /// Whether stdout or stderr was cut at the provider's output cap.
     pub truncated: bool,
     pub timed_out: bool,
+}
+
+/// Who a sandbox or checkpoint was made for, as given at provision or restore.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct InventoryLabels {
+    pub owner_run_id: String,
+    pub tenant_id: String,
+}
+
+/// Query of `GET /v3/sandboxes` and `GET /v3/checkpoints`: an opaque cursor from the previous
+/// page, and a page size (1 to [`INVENTORY_MAX_LIMIT`], default [`INVENTORY_DEFAULT_LIMIT`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InventoryQuery {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+pub const INVENTORY_DEFAULT_LIMIT: u32 = 100;
+pub const INVENTORY_MAX_LIMIT: u32 = 500;
+
+/// One sandbox the provider holds, in any state (a terminated one may be listed until the
+/// provider forgets it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct InventoryItem {
+    pub r#ref: SandboxRef,
+    pub state: SandboxState,
+    pub generation: u64,
+    pub labels: InventoryLabels,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+}
+
+/// `GET /v3/sandboxes?cursor=&limit=`: a page in a stable order; no `next_cursor` on the last.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct InventoryPage {
+    pub items: Vec<InventoryItem>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// One stored checkpoint, with the labels of the sandbox it was taken from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CheckpointItem {
+    pub checkpoint: CheckpointRef,
+    pub labels: InventoryLabels,
+}
+
+/// `GET /v3/checkpoints?cursor=&limit=`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CheckpointPage {
+    pub items: Vec<CheckpointItem>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// `DELETE /v3/checkpoints/{checkpoint_id}` (idempotent): `deleted` is false when the
+/// checkpoint was already gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CheckpointDeleteReceipt {
+    pub checkpoint_id: String,
+    pub deleted: bool,
 }
 
 /// Every provider error body.

@@ -81,6 +81,8 @@ fn every_wire_type_round_trips() {
         supports_reconnect: true,
         max_lifetime_seconds: Some(3600),
         supports_exec: true,
+        supports_inventory: true,
+        supports_checkpoint_delete: true,
     });
     let context = RequestContext {
         actor: "sagents".into(),
