@@ -14,6 +14,7 @@ use crate::domain::validate;
 use crate::http::state::AppState;
 use crate::lifecycle::clients::ProviderClients;
 use crate::lifecycle::coordinator::Coordinator;
+use crate::lifecycle::outcome::AttentionPolicy;
 use crate::metrics::Metrics;
 use crate::notify::{run_pg_listener, ChangeHub};
 use crate::scheduler::{PoolConfig, WorkerPool};
@@ -199,7 +200,11 @@ fn start_lifecycle_pool(state: &AppState) -> WorkerPool {
         state.store.clone(),
         format!("sagents:{replica}"),
         state.providers.clone(),
-    );
+    )
+    .with_attention(AttentionPolicy {
+        attempt_budget: state.config.release_attempt_budget,
+        retry_every: Duration::from_secs(state.config.attention_retry_seconds),
+    });
     let mut config = PoolConfig::new(
         replica,
         usize::try_from(state.config.workers).unwrap_or(1),

@@ -135,6 +135,28 @@ pub struct Config {
     )]
     pub grant_secret: Option<String>,
 
+    /// Failed attempts after which a release that cannot be confirmed needs an operator
+    /// (`needs_attention`).
+    #[arg(long, env = "SAGENTS_RELEASE_ATTEMPT_BUDGET", default_value_t = 10, global = true,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub release_attempt_budget: u32,
+
+    /// How often a `needs_attention` release is retried.
+    #[arg(long, env = "SAGENTS_ATTENTION_RETRY_SECONDS", default_value_t = 900, global = true,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub attention_retry_seconds: u64,
+
+    /// How often the reconciler compares each provider's inventory with the records
+    /// (0: never).
+    #[arg(long, env = "SAGENTS_RECONCILE_INTERVAL_SECONDS", default_value_t = 300,
+          global = true, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub reconcile_interval_seconds: u64,
+
+    /// How long a finished run's checkpoints are kept before they are deleted.
+    #[arg(long, env = "SAGENTS_CHECKPOINT_GRACE_SECONDS", default_value_t = 86_400,
+          global = true, value_parser = clap::value_parser!(u64).range(0..=31_536_000))]
+    pub checkpoint_grace_seconds: u64,
+
     #[arg(
         long,
         env = "SAGENTS_LOG_FORMAT",
@@ -157,6 +179,10 @@ impl Config {
             long_poll_max_seconds: 60,
             body_limit_bytes: 1_048_576,
             grant_secret: None,
+            release_attempt_budget: 10,
+            attention_retry_seconds: 900,
+            reconcile_interval_seconds: 300,
+            checkpoint_grace_seconds: 86_400,
             log_format: LogFormat::Pretty,
         }
     }
@@ -203,6 +229,19 @@ mod tests {
         assert_eq!(cli.config.lease_ttl_seconds, d.lease_ttl_seconds);
         assert_eq!(cli.config.long_poll_max_seconds, d.long_poll_max_seconds);
         assert_eq!(cli.config.body_limit_bytes, d.body_limit_bytes);
+        assert_eq!(cli.config.release_attempt_budget, d.release_attempt_budget);
+        assert_eq!(
+            cli.config.attention_retry_seconds,
+            d.attention_retry_seconds
+        );
+        assert_eq!(
+            cli.config.reconcile_interval_seconds,
+            d.reconcile_interval_seconds
+        );
+        assert_eq!(
+            cli.config.checkpoint_grace_seconds,
+            d.checkpoint_grace_seconds
+        );
         assert_eq!(cli.config.log_format, LogFormat::Pretty);
         assert!(cli.config.grant_secret.is_none());
     }

@@ -110,6 +110,13 @@ pub struct LifecycleCounters {
     /// Receipts the provider marked `duplicate` (a retry of a release it had done), by
     /// disposition.
     release_duplicates: Labelled<String>,
+    /// Records that entered `needs_attention`, by disposition.
+    attention_entered: Labelled<String>,
+    /// What the reconciler did, by action (`orphan_terminated`, `ended_terminated`,
+    /// `record_reopened`, `checkpoint_deleted`, ...).
+    reconciler_actions: Labelled<String>,
+    /// Reconciler passes over one provider, by outcome (`ok`, `skipped`, `failed`).
+    reconciler_passes: Labelled<String>,
     /// `(endpoint, status)`: status is `ok`, the HTTP status of a provider error, or
     /// `uncertain` / `unreachable` / `error` when there was none.
     provider_calls: Labelled<(String, String)>,
@@ -130,6 +137,30 @@ impl LifecycleCounters {
 
     pub fn release_duplicate(&self, disposition: &str) {
         bump(&self.release_duplicates, disposition.to_owned());
+    }
+
+    pub fn attention_entered(&self, disposition: &str) {
+        bump(&self.attention_entered, disposition.to_owned());
+    }
+
+    pub fn attention_entries(&self, disposition: &str) -> u64 {
+        read(&self.attention_entered, &disposition.to_owned())
+    }
+
+    pub fn reconciler_action(&self, action: &str) {
+        bump(&self.reconciler_actions, action.to_owned());
+    }
+
+    pub fn reconciler_actions(&self, action: &str) -> u64 {
+        read(&self.reconciler_actions, &action.to_owned())
+    }
+
+    pub fn reconciler_pass(&self, outcome: &str) {
+        bump(&self.reconciler_passes, outcome.to_owned());
+    }
+
+    pub fn reconciler_passes(&self, outcome: &str) -> u64 {
+        read(&self.reconciler_passes, &outcome.to_owned())
     }
 
     pub fn release_failures(&self, class: &str) -> u64 {
@@ -203,6 +234,24 @@ impl LifecycleCounters {
                 "disposition",
                 &self.release_duplicates,
             ),
+            (
+                "sagents_lifecycle_attention_entered_total",
+                "Releases that could not be confirmed within their attempt budget.",
+                "disposition",
+                &self.attention_entered,
+            ),
+            (
+                "sagents_reconciler_actions_total",
+                "What the reconciler changed after comparing inventories with records.",
+                "action",
+                &self.reconciler_actions,
+            ),
+            (
+                "sagents_reconciler_passes_total",
+                "Reconciler passes over one provider, by outcome.",
+                "outcome",
+                &self.reconciler_passes,
+            ),
         ];
         for (name, help, label, map) in one_label {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
@@ -238,7 +287,7 @@ pub struct LifecycleMetrics {
     pub active_sandboxes: i64,
     /// Records `release_blocked`.
     pub retained_sandboxes: i64,
-    /// `release_blocked` + `release_requested` + `release_failed`.
+    /// `release_blocked` + `release_requested` + `release_failed` + `needs_attention`.
     pub pending_releases: i64,
     /// Records `release_failed`.
     pub release_failure_count: i64,
@@ -246,6 +295,10 @@ pub struct LifecycleMetrics {
     pub release_retry_count: i64,
     /// Age of the oldest `release_blocked` record (0 when none).
     pub max_blocked_age_seconds: f64,
+    /// Records `needs_attention`: releases that could not be confirmed within their budget.
+    pub needs_attention_count: i64,
+    /// Time since the oldest `needs_attention` record entered that state (0 when none).
+    pub oldest_attention_age_seconds: f64,
     /// Mean of `released_at − release_requested_at` over released records (0 when none).
     pub average_release_latency_seconds: f64,
     /// Quantiles of the same latency over the most recent 10,000 releases.
@@ -289,6 +342,16 @@ pub fn render_lifecycle_gauges(m: &LifecycleMetrics, out: &mut String) {
             "sagents_lifecycle_max_blocked_age_seconds",
             "Age of the oldest `release_blocked` execution resource.",
             m.max_blocked_age_seconds,
+        ),
+        (
+            "sagents_lifecycle_needs_attention",
+            "Execution resources `needs_attention` (a release an operator should look at).",
+            m.needs_attention_count as f64,
+        ),
+        (
+            "sagents_lifecycle_needs_attention_oldest_age_seconds",
+            "Time since the oldest `needs_attention` execution resource entered that state.",
+            m.oldest_attention_age_seconds,
         ),
         (
             "sagents_lifecycle_release_latency_average_seconds",
@@ -468,6 +531,8 @@ mod tests {
             release_failure_count: 1,
             release_retry_count: 4,
             max_blocked_age_seconds: 12.5,
+            needs_attention_count: 2,
+            oldest_attention_age_seconds: 7200.0,
             average_release_latency_seconds: 0.25,
             release_latency_p50_seconds: 0.2,
             release_latency_p95_seconds: 0.5,
@@ -479,6 +544,8 @@ mod tests {
         render_lifecycle_gauges(&snapshot, &mut out);
         assert!(out.contains("sagents_lifecycle_active_sandboxes 3\n"));
         assert!(out.contains("sagents_lifecycle_max_blocked_age_seconds 12.5\n"));
+        assert!(out.contains("sagents_lifecycle_needs_attention 2\n"));
+        assert!(out.contains("sagents_lifecycle_needs_attention_oldest_age_seconds 7200\n"));
         assert!(out.contains("sagents_lifecycle_release_latency_seconds{quantile=\"0.95\"} 0.5\n"));
         assert!(out.contains("sagents_lifecycle_records{state=\"active\"} 3\n"));
         assert!(out.contains("# TYPE sagents_lifecycle_pending_releases gauge\n"));

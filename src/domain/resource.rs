@@ -25,6 +25,9 @@ text_enum! {
         ReleaseFailed => "release_failed",
         Released => "released",
         RestoreRequested => "restore_requested",
+        /// A release still unconfirmed after its attempt budget: retried slowly, listed for
+        /// operators.
+        NeedsAttention => "needs_attention",
     }
 }
 
@@ -52,6 +55,8 @@ pub enum ResourceEvent {
     /// The run resumes while its release failed definitely (the provider answered and the
     /// sandbox is running as before): the release is dropped and the sandbox kept.
     ReleaseAbandoned,
+    /// A failed release has used its attempt budget: an operator should look.
+    AttentionNeeded,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -79,11 +84,17 @@ impl ResourceState {
             (S::Active | S::ReleaseBlocked, E::ReleaseDue) => S::ReleaseRequested,
             // A forced terminate (after a terminal provider error) or the end of the run
             // re-issues the release under a new key.
-            (S::ReleaseRequested | S::ReleaseFailed, E::ReleaseDue) => S::ReleaseRequested,
-            (S::ReleaseRequested | S::ReleaseFailed, E::ReleaseConfirmed) => S::Released,
+            (S::ReleaseRequested | S::ReleaseFailed | S::NeedsAttention, E::ReleaseDue) => {
+                S::ReleaseRequested
+            }
+            (S::ReleaseRequested | S::ReleaseFailed | S::NeedsAttention, E::ReleaseConfirmed) => {
+                S::Released
+            }
             (S::ReleaseRequested | S::ReleaseFailed, E::ReleaseAttemptFailed) => S::ReleaseFailed,
+            (S::NeedsAttention, E::ReleaseAttemptFailed) => S::NeedsAttention,
+            (S::ReleaseFailed, E::AttentionNeeded) => S::NeedsAttention,
             (S::ReleaseBlocked | S::Active, E::Attach) => S::Active,
-            (S::ReleaseFailed, E::ReleaseAbandoned) => S::Active,
+            (S::ReleaseFailed | S::NeedsAttention, E::ReleaseAbandoned) => S::Active,
             (S::Released, E::RestoreDue) => S::RestoreRequested,
             (from, event) => return Err(ResourceTransitionError { from, event }),
         };
@@ -215,7 +226,7 @@ mod tests {
     use ResourceEvent as E;
     use ResourceState as S;
 
-    const EVENTS: [ResourceEvent; 10] = [
+    const EVENTS: [ResourceEvent; 11] = [
         E::Ready,
         E::BindFailed,
         E::SuspendBlocked,
@@ -226,9 +237,10 @@ mod tests {
         E::Attach,
         E::Abandon,
         E::ReleaseAbandoned,
+        E::AttentionNeeded,
     ];
 
-    const ALLOWED: [(S, E, S); 19] = [
+    const ALLOWED: [(S, E, S); 24] = [
         (S::Provisioning, E::Ready, S::Active),
         (S::RestoreRequested, E::Ready, S::Active),
         (S::Provisioning, E::BindFailed, S::Provisioning),
@@ -252,6 +264,15 @@ mod tests {
         (S::Active, E::Attach, S::Active),
         (S::Released, E::RestoreDue, S::RestoreRequested),
         (S::ReleaseFailed, E::ReleaseAbandoned, S::Active),
+        (S::ReleaseFailed, E::AttentionNeeded, S::NeedsAttention),
+        (
+            S::NeedsAttention,
+            E::ReleaseAttemptFailed,
+            S::NeedsAttention,
+        ),
+        (S::NeedsAttention, E::ReleaseConfirmed, S::Released),
+        (S::NeedsAttention, E::ReleaseDue, S::ReleaseRequested),
+        (S::NeedsAttention, E::ReleaseAbandoned, S::Active),
     ];
 
     #[test]
@@ -284,5 +305,6 @@ mod tests {
         assert!(S::Released.next(E::ReleaseDue).is_err());
         assert!(!S::Released.may_hold_compute());
         assert!(S::ReleaseBlocked.may_hold_compute());
+        assert!(S::NeedsAttention.may_hold_compute());
     }
 }

@@ -1,6 +1,7 @@
 //! The HTTP API: one file per resource, the error type, extractors, layers and the OpenAPI
 //! document.
 
+pub mod admin_attention;
 pub mod admin_lifecycle;
 pub mod admin_providers;
 pub mod admin_tokens;
@@ -47,6 +48,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(jobs::router())
         .merge(admin_tokens::router())
         .merge(admin_lifecycle::router())
+        .merge(admin_attention::router())
         .merge(admin_providers::router())
         .merge(health::router())
         .merge(metrics::router())

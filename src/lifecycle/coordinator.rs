@@ -10,7 +10,7 @@ mod calls;
 use calls::call_status;
 
 use super::clients::ProviderClients;
-use super::outcome::{self, BindKind, FailureClass, Next};
+use super::outcome::{self, AttentionPolicy, BindKind, FailureClass, Next};
 use super::plan::{self, plan, Action, PlanInput};
 use crate::domain::interaction::{Suspension, SuspensionReason};
 use crate::domain::job::Job;
@@ -52,6 +52,7 @@ pub struct Coordinator {
     actor: String,
     timeouts: Timeouts,
     clients: Arc<ProviderClients>,
+    attention: AttentionPolicy,
 }
 
 /// What a step decided.
@@ -139,7 +140,14 @@ impl Coordinator {
             actor: actor.into(),
             timeouts: Timeouts::default(),
             clients,
+            attention: AttentionPolicy::default(),
         }
+    }
+
+    /// When a failing release needs an operator, and how often it is retried then.
+    pub fn with_attention(mut self, attention: AttentionPolicy) -> Self {
+        self.attention = attention;
+        self
     }
 
     pub fn store(&self) -> &Store {
@@ -325,10 +333,19 @@ impl Coordinator {
                 outcome::release_failed(w.record.clone(), e, now, jitter())?
             }
         };
+        let entered = w.record.state != ResourceState::NeedsAttention;
+        let record = outcome::escalate(record, self.attention, now, jitter())?;
+        if entered && record.state == ResourceState::NeedsAttention {
+            tracing::error!(
+                attempts = record.retry_count,
+                "the release cannot be confirmed: it needs an operator"
+            );
+            counters.attention_entered(asked.as_str());
+        }
         let outcome = match record.state {
             ResourceState::Released if evidence.is_some() => "released_on_inspect",
             ResourceState::Released => "released",
-            ResourceState::ReleaseFailed => {
+            ResourceState::ReleaseFailed | ResourceState::NeedsAttention => {
                 counters.retry("release");
                 match &result {
                     Err(e) if failure_label(e) == "refused" => "refused",

@@ -1,5 +1,6 @@
 //! The execution-resource lifecycle: the record, its state machine, the rules and the plan.
 
+pub mod attention;
 pub mod clients;
 pub mod coordinator;
 pub mod outcome;

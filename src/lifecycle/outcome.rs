@@ -119,13 +119,54 @@ fn schedule_retry(
     record.retry_count = record.retry_count.saturating_add(1);
     let attempts = u32::try_from(record.retry_count).unwrap_or(u32::MAX);
     let delay = rules::with_jitter(rules::backoff(attempts), jitter);
+    record.next_retry_at = Some(retry_at(now, delay));
+    record.error = Some(error);
+}
+
+fn retry_at(now: DateTime<Utc>, delay: std::time::Duration) -> DateTime<Utc> {
     let at = chrono::Duration::from_std(delay)
         .ok()
         .and_then(|d| now.checked_add_signed(d))
         .unwrap_or(now);
-    let at = crate::clock::truncate_ms(at);
-    record.next_retry_at = Some(at);
-    record.error = Some(error);
+    crate::clock::truncate_ms(at)
+}
+
+/// When a failing release stops being routine: after `attempt_budget` failed attempts the
+/// record needs an operator and is retried only every `retry_every`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttentionPolicy {
+    pub attempt_budget: u32,
+    pub retry_every: std::time::Duration,
+}
+
+impl Default for AttentionPolicy {
+    fn default() -> Self {
+        AttentionPolicy {
+            attempt_budget: 10,
+            retry_every: std::time::Duration::from_secs(900),
+        }
+    }
+}
+
+/// A release still failing after its budget enters `needs_attention`; once there, every
+/// retry waits `retry_every` instead of the backoff. Other records are returned unchanged.
+pub fn escalate(
+    mut record: ExecutionResourceRecord,
+    policy: AttentionPolicy,
+    now: DateTime<Utc>,
+    jitter: f64,
+) -> OutcomeResult<ExecutionResourceRecord> {
+    let budget = i64::from(policy.attempt_budget.max(1));
+    if record.state == ResourceState::ReleaseFailed && record.retry_count >= budget {
+        record.state = record.state.next(ResourceEvent::AttentionNeeded)?;
+    }
+    if record.state == ResourceState::NeedsAttention {
+        record.next_retry_at = Some(retry_at(
+            now,
+            rules::with_jitter(policy.retry_every, jitter),
+        ));
+    }
+    Ok(record)
 }
 
 fn clear_retry(record: &mut ExecutionResourceRecord) {
@@ -190,7 +231,9 @@ pub fn begin_release(
 ) -> OutcomeResult<ExecutionResourceRecord> {
     let under_way = matches!(
         record.state,
-        ResourceState::ReleaseRequested | ResourceState::ReleaseFailed
+        ResourceState::ReleaseRequested
+            | ResourceState::ReleaseFailed
+            | ResourceState::NeedsAttention
     );
     let requested_at = record.release_requested_at.filter(|_| under_way);
     record.state = record.state.next(ResourceEvent::ReleaseDue)?;

@@ -94,12 +94,12 @@ pub fn plan(input: &PlanInput<'_>) -> Action {
         S::Active | S::ReleaseBlocked => Action::Idle,
         // A run that ended mid-release is terminated whatever was asked before: a snapshot
         // that keeps failing, or a detach, must not keep its sandbox alive.
-        S::ReleaseRequested | S::ReleaseFailed
+        S::ReleaseRequested | S::ReleaseFailed | S::NeedsAttention
             if ended && record.disposition != Some(ReleaseDisposition::Terminate) =>
         {
             end_release
         }
-        S::ReleaseFailed
+        S::ReleaseFailed | S::NeedsAttention
             if resuming
                 && record.release_purpose.unwrap_or(ReleasePurpose::Suspend)
                     == ReleasePurpose::Suspend
@@ -107,7 +107,7 @@ pub fn plan(input: &PlanInput<'_>) -> Action {
         {
             Action::AbandonRelease
         }
-        S::ReleaseRequested | S::ReleaseFailed => Action::Release {
+        S::ReleaseRequested | S::ReleaseFailed | S::NeedsAttention => Action::Release {
             disposition: record.disposition.unwrap_or(ReleaseDisposition::Terminate),
             purpose: record.release_purpose.unwrap_or(ReleasePurpose::Suspend),
         },

@@ -126,10 +126,14 @@ pub fn resume_plan(
         ResourceState::Active | ResourceState::ReleaseBlocked | ResourceState::Provisioning => {
             ResumePlan::Attach
         }
-        ResourceState::ReleaseFailed if !release_outcome_unknown => ResumePlan::AbandonRelease,
-        ResourceState::ReleaseRequested | ResourceState::ReleaseFailed => {
-            ResumePlan::FinishReleaseFirst
+        ResourceState::ReleaseFailed | ResourceState::NeedsAttention
+            if !release_outcome_unknown =>
+        {
+            ResumePlan::AbandonRelease
         }
+        ResourceState::ReleaseRequested
+        | ResourceState::ReleaseFailed
+        | ResourceState::NeedsAttention => ResumePlan::FinishReleaseFirst,
         ResourceState::RestoreRequested => ResumePlan::ContinueRestore,
         ResourceState::Released if checkpoint_lost => ResumePlan::SnapshotLost,
         ResourceState::Released => match disposition {

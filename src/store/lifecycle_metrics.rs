@@ -60,14 +60,20 @@ impl Store {
             .collect();
         let mut retries = 0;
         let mut oldest_blocked = None;
+        let mut oldest_attention = None;
         for row in &groups {
             let state: ResourceState = rows::enumeration(row, "state")?;
             by_state.insert(state.as_str().to_owned(), rows::int(row, "records")?);
             retries += rows::int(row, "retries")?;
-            if state == ResourceState::ReleaseBlocked {
-                oldest_blocked = rows::opt_int(row, "oldest")?;
+            match state {
+                ResourceState::ReleaseBlocked => oldest_blocked = rows::opt_int(row, "oldest")?,
+                ResourceState::NeedsAttention => oldest_attention = rows::opt_int(row, "oldest")?,
+                _ => {}
             }
         }
+        let age = |since: Option<i64>| {
+            since.map_or(0.0, |since| (to_millis(now) - since).max(0) as f64 / 1000.0)
+        };
         let count = |s: ResourceState| by_state.get(s.as_str()).copied().unwrap_or(0);
         let releases = rows::int(&totals, "releases")?;
         let total_ms = rows::int(&totals, "total_ms")?;
@@ -77,11 +83,13 @@ impl Store {
             retained_sandboxes: count(ResourceState::ReleaseBlocked),
             pending_releases: count(ResourceState::ReleaseBlocked)
                 + count(ResourceState::ReleaseRequested)
-                + count(ResourceState::ReleaseFailed),
+                + count(ResourceState::ReleaseFailed)
+                + count(ResourceState::NeedsAttention),
             release_failure_count: count(ResourceState::ReleaseFailed),
             release_retry_count: retries,
-            max_blocked_age_seconds: oldest_blocked
-                .map_or(0.0, |since| (to_millis(now) - since).max(0) as f64 / 1000.0),
+            max_blocked_age_seconds: age(oldest_blocked),
+            needs_attention_count: count(ResourceState::NeedsAttention),
+            oldest_attention_age_seconds: age(oldest_attention),
             average_release_latency_seconds: if releases > 0 {
                 total_ms as f64 / releases as f64 / 1000.0
             } else {

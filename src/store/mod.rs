@@ -5,6 +5,7 @@
 //! the few dialect differences (claiming, the fencing-token source, notifications,
 //! transaction start) live in `dialect.rs`.
 
+mod attention;
 mod batch_reads;
 mod connect;
 mod dialect;
@@ -39,6 +40,7 @@ use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::notify::ChangeHub;
 
+pub use attention::AttentionItem;
 pub use error::StoreError;
 pub use events::SessionEvent;
 pub use idempotency::IdempotencyBegin;

@@ -28,6 +28,7 @@ pub(super) fn lifecycle_event(state: ResourceState) -> &'static str {
         ResourceState::ReleaseBlocked => "lifecycle.release_blocked",
         ResourceState::ReleaseRequested => "lifecycle.release_requested",
         ResourceState::ReleaseFailed => "lifecycle.release_failed",
+        ResourceState::NeedsAttention => "lifecycle.needs_attention",
         ResourceState::Released => "lifecycle.released",
         ResourceState::RestoreRequested => "lifecycle.restore_requested",
     }

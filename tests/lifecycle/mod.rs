@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use crate::common::db::{self, TestDb};
 use crate::provider::Harness;
 
+mod attention;
 mod blocking;
 mod coordinator;
 mod cycle;

@@ -15,7 +15,7 @@ async fn lifecycle_metrics_on_a_known_data_set(backend: Backend) {
     let f = fx(backend).await;
     register(&f).await;
     let s = f.session("acme").await;
-    let work = due_sandbox_runs(&f, &s, 13).await;
+    let work = due_sandbox_runs(&f, &s, 14).await;
 
     let blocked = |r: &mut sagents::domain::resource::ExecutionResourceRecord| {
         activate(r);
@@ -25,6 +25,12 @@ async fn lifecycle_metrics_on_a_known_data_set(backend: Backend) {
     save_and_release(&f, &work[0], blocked).await;
     f.advance(10);
     save_and_release(&f, &work[1], blocked).await;
+    save_and_release(&f, &work[13], |r| {
+        activate(r);
+        r.state = ResourceState::NeedsAttention;
+        r.retry_count = 10;
+    })
+    .await;
     for w in &work[2..4] {
         save_and_release(&f, w, activate).await;
     }
@@ -65,6 +71,7 @@ async fn lifecycle_metrics_on_a_known_data_set(backend: Backend) {
     let metrics = f.store.lifecycle_metrics().await.unwrap();
     let by_state: BTreeMap<String, i64> = [
         ("active", 2),
+        ("needs_attention", 1),
         ("provisioning", 1),
         ("release_blocked", 2),
         ("release_failed", 2),
@@ -80,10 +87,12 @@ async fn lifecycle_metrics_on_a_known_data_set(backend: Backend) {
         LifecycleMetrics {
             active_sandboxes: 2,
             retained_sandboxes: 2,
-            pending_releases: 5,
+            pending_releases: 6,
             release_failure_count: 2,
-            release_retry_count: 5,
+            release_retry_count: 15,
             max_blocked_age_seconds: (f.store.now() - t0).num_milliseconds() as f64 / 1000.0,
+            needs_attention_count: 1,
+            oldest_attention_age_seconds: 30.0,
             average_release_latency_seconds: 4.0,
             release_latency_p50_seconds: 2.0,
             release_latency_p95_seconds: 10.0,

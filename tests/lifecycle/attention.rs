@@ -1,0 +1,177 @@
+//! A release the provider never confirms uses its attempt budget, then needs an operator:
+//! listed, counted, retried slowly, and resolved only by an explicit decision.
+
+use sagents::store::Backend;
+use serde_json::json;
+
+use super::fixture::ax_with_faults;
+use crate::common::app::{expect_json, expect_problem};
+
+crate::on_both_backends!(a_release_that_never_confirms_needs_an_operator);
+
+async fn a_release_that_never_confirms_needs_an_operator(backend: Backend) {
+    let ax = ax_with_faults(backend, "release=recoverable").await;
+    let session = ax.app.create_session().await;
+    let (run, claim) = ax.running_isolated(&session).await;
+    ax.complete(&claim).await;
+    assert_eq!(ax.drain().await, 1);
+    assert_eq!(ax.record(&run).await["state"], "release_failed");
+
+    // The default budget is ten attempts; the backoff never exceeds five minutes.
+    let mut attempts = 1;
+    while ax.record(&run).await["state"] == "release_failed" {
+        ax.advance(301);
+        assert_eq!(ax.drain().await, 1, "each retry is due after its backoff");
+        attempts += 1;
+        assert!(attempts <= 10, "attention must come within the budget");
+    }
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "needs_attention", "{record}");
+    assert_eq!(attempts, 10);
+    assert_eq!(record["retry_count"], 10);
+    assert_eq!(record["compute_released"], false);
+
+    let metrics = ax.metrics().await;
+    assert_eq!(metrics["needs_attention_count"], 1, "{metrics}");
+    assert_eq!(metrics["records_by_state"]["needs_attention"], 1);
+    let prom = ax
+        .app
+        .get("/metrics", &ax.app.admin)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        prom.contains("sagents_lifecycle_needs_attention 1\n"),
+        "{prom}"
+    );
+    assert!(prom.contains("sagents_lifecycle_attention_entered_total{disposition=\"terminate\"} 1"));
+
+    let page = ax
+        .app
+        .get_ok("/v1/admin/lifecycle/attention", &ax.app.admin)
+        .await;
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{page}");
+    assert_eq!(items[0]["record"]["run_id"], run.as_str());
+    assert_eq!(items[0]["tenant_id"], "default");
+    assert!(page["next_cursor"].is_null());
+
+    // Retried slowly: not within the backoff cap, but after the attention interval.
+    ax.advance(400);
+    assert_eq!(
+        ax.drain().await,
+        0,
+        "a record needing attention waits its slow retry"
+    );
+    ax.advance(600);
+    assert_eq!(ax.drain().await, 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "needs_attention");
+    assert_eq!(record["retry_count"], 11);
+
+    // The operator retries at once, then declares the sandbox gone.
+    let path = format!("/v1/admin/runs/{run}/execution-resource/attention");
+    let res = ax
+        .app
+        .post(
+            &path,
+            &ax.app.admin,
+            &json!({"action": "retry_now", "reason": "provider fixed"}),
+        )
+        .await;
+    expect_json(res, 200).await;
+    assert_eq!(
+        ax.drain().await,
+        1,
+        "retry_now makes the record due at once"
+    );
+    assert_eq!(ax.record(&run).await["retry_count"], 12);
+
+    for (body, status, code) in [
+        (
+            json!({"action": "explode", "reason": "x"}),
+            422,
+            "request.invalid",
+        ),
+        (
+            json!({"action": "mark_released", "reason": "  "}),
+            422,
+            "request.invalid",
+        ),
+        (json!({"action": "mark_released"}), 422, "request.invalid"),
+    ] {
+        let res = ax.app.post(&path, &ax.app.admin, &body).await;
+        expect_problem(res, status, code, None).await;
+    }
+    let res = ax
+        .app
+        .post(
+            &path,
+            &ax.app.runtime,
+            &json!({"action": "retry_now", "reason": "x"}),
+        )
+        .await;
+    assert_eq!(res.status(), 403);
+    assert_eq!(
+        ax.record(&run).await["state"],
+        "needs_attention",
+        "bad input changes nothing"
+    );
+
+    let res = ax
+        .app
+        .post(
+            &path,
+            &ax.app.admin,
+            &json!({"action": "mark_released", "reason": "gone at the host"}),
+        )
+        .await;
+    let record = expect_json(res, 200).await;
+    assert_eq!(record["state"], "released", "{record}");
+    assert_eq!(record["compute_released"], false, "no receipt said so");
+    assert_eq!(record["error"]["code"], "release.resolved_by_operator");
+    assert_eq!(record["error"]["message"], "gone at the host");
+    ax.drain().await;
+    assert_eq!(ax.record(&run).await["state"], "released");
+    assert_eq!(ax.metrics().await["needs_attention_count"], 0);
+
+    let res = ax
+        .app
+        .post(
+            &path,
+            &ax.app.admin,
+            &json!({"action": "retry_now", "reason": "again"}),
+        )
+        .await;
+    expect_problem(res, 409, "execution_resource.not_in_attention", None).await;
+    let unknown = format!(
+        "/v1/admin/runs/{}/execution-resource/attention",
+        sagents::domain::RunId::new()
+    );
+    let res = ax
+        .app
+        .post(
+            &unknown,
+            &ax.app.admin,
+            &json!({"action": "retry_now", "reason": "x"}),
+        )
+        .await;
+    assert_eq!(res.status(), 404);
+
+    let history = ax
+        .app
+        .get_ok(
+            &format!("/v1/admin/runs/{run}/execution-resource/events"),
+            &ax.app.admin,
+        )
+        .await;
+    let types: Vec<&str> = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert!(types.contains(&"lifecycle.needs_attention"), "{types:?}");
+    assert_eq!(types.last(), Some(&"lifecycle.released"));
+}
