@@ -4,6 +4,7 @@
 mod checkpoints;
 mod client;
 mod conformance;
+mod conformance_inventory;
 mod faults;
 mod inventory;
 mod lifecycle;
