@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use reqwest::{Method, StatusCode};
+use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -17,6 +17,11 @@ use super::wire::{
     SandboxReleaseReceipt, FENCING_TOKEN_HEADER, REQUEST_ID_HEADER,
 };
 use crate::domain::sandbox::ProviderError as StoredError;
+
+mod inventory;
+mod response;
+
+use response::{classify_error_status, classify_send_error, read_capped};
 
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 
@@ -30,6 +35,9 @@ pub struct Timeouts {
     pub attach: Duration,
     pub release: Duration,
     pub restore: Duration,
+    /// One page of `GET /v3/sandboxes` or `GET /v3/checkpoints`.
+    pub inventory: Duration,
+    pub checkpoint_delete: Duration,
     /// Added to the command's own `timeout_seconds`.
     pub exec_grace: Duration,
 }
@@ -44,6 +52,8 @@ impl Default for Timeouts {
             attach: Duration::from_secs(30),
             release: Duration::from_secs(120),
             restore: Duration::from_secs(120),
+            inventory: Duration::from_secs(30),
+            checkpoint_delete: Duration::from_secs(30),
             exec_grace: Duration::from_secs(10),
         }
     }
@@ -53,13 +63,18 @@ impl Default for Timeouts {
 pub struct ClientConfig {
     pub timeouts: Timeouts,
     pub max_response_bytes: usize,
+    /// How many pages [`ProviderClient::inventory_all`] reads before giving up.
+    pub max_inventory_pages: usize,
 }
+
+pub const DEFAULT_MAX_INVENTORY_PAGES: usize = 10_000;
 
 impl Default for ClientConfig {
     fn default() -> Self {
         Self {
             timeouts: Timeouts::default(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_inventory_pages: DEFAULT_MAX_INVENTORY_PAGES,
         }
     }
 }
@@ -74,6 +89,8 @@ pub enum UncertainKind {
     InconsistentReceipt,
     Redirect,
     UnexpectedStatus,
+    /// The pages of a listing do not form one walk (a cursor came back, or it never ends).
+    InconsistentPaging,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -117,6 +134,7 @@ impl ProviderCallError {
                     UncertainKind::InconsistentReceipt => "provider.inconsistent_receipt",
                     UncertainKind::Redirect => "provider.redirect",
                     UncertainKind::UnexpectedStatus => "provider.unexpected_status",
+                    UncertainKind::InconsistentPaging => "provider.inconsistent_paging",
                 }
                 .into(),
                 category: StoredError::UNCERTAIN.into(),
@@ -363,130 +381,22 @@ impl ProviderClient {
 }
 
 fn sandbox_path(sandbox_id: &str, suffix: &str) -> Result<String, ProviderCallError> {
-    if sandbox_id.is_empty()
-        || !sandbox_id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-        || sandbox_id == "."
-        || sandbox_id == ".."
-    {
-        return Err(ProviderCallError::Config(format!(
-            "sandbox id `{}` is not a safe path segment",
-            sandbox_id.chars().take(80).collect::<String>()
-        )));
-    }
+    check_segment("sandbox id", sandbox_id)?;
     Ok(format!("v3/sandboxes/{sandbox_id}{suffix}"))
 }
 
-fn classify_send_error(e: reqwest::Error) -> ProviderCallError {
-    if e.is_timeout() {
-        ProviderCallError::uncertain(UncertainKind::Timeout, e.to_string())
-    } else if e.is_connect() {
-        ProviderCallError::Unreachable(error_chain(&e))
-    } else if e.is_builder() {
-        ProviderCallError::Config(e.to_string())
-    } else {
-        ProviderCallError::uncertain(UncertainKind::ConnectionLost, error_chain(&e))
+fn check_segment(what: &str, id: &str) -> Result<(), ProviderCallError> {
+    if id.is_empty()
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        || id == "."
+        || id == ".."
+    {
+        return Err(ProviderCallError::Config(format!(
+            "{what} `{}` is not a safe path segment",
+            id.chars().take(80).collect::<String>()
+        )));
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
-}
-
-async fn read_capped(
-    resp: &mut reqwest::Response,
-    cap: usize,
-) -> Result<Vec<u8>, ProviderCallError> {
-    if resp.content_length().is_some_and(|n| n > cap as u64) {
-        return Err(ProviderCallError::uncertain(
-            UncertainKind::OversizedBody,
-            format!("the response declares more than {cap} bytes"),
-        ));
-    }
-    let mut buf = Vec::new();
-    loop {
-        match resp.chunk().await {
-            Ok(Some(chunk)) => {
-                if buf.len() + chunk.len() > cap {
-                    return Err(ProviderCallError::uncertain(
-                        UncertainKind::OversizedBody,
-                        format!("the response is larger than {cap} bytes"),
-                    ));
-                }
-                buf.extend_from_slice(&chunk);
-            }
-            Ok(None) => return Ok(buf),
-            Err(e) if e.is_timeout() => {
-                return Err(ProviderCallError::uncertain(
-                    UncertainKind::Timeout,
-                    error_chain(&e),
-                ))
-            }
-            Err(e) => {
-                return Err(ProviderCallError::uncertain(
-                    UncertainKind::ConnectionLost,
-                    format!("the response was cut: {}", error_chain(&e)),
-                ))
-            }
-        }
-    }
-}
-
-fn classify_error_status(
-    status: StatusCode,
-    resp: &reqwest::Response,
-    body: &[u8],
-) -> ProviderCallError {
-    let code = status.as_u16();
-    if status.is_redirection() {
-        let location = resp
-            .headers()
-            .get(reqwest::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("-");
-        return ProviderCallError::uncertain(
-            UncertainKind::Redirect,
-            format!("the provider answered {status} to `{location}`; redirects are not followed"),
-        );
-    }
-    match serde_json::from_slice::<ProviderError>(body) {
-        Ok(error) if error.retryable => ProviderCallError::Recoverable {
-            status: code,
-            error,
-        },
-        Ok(error) if status.is_client_error() => ProviderCallError::Refused {
-            status: code,
-            error,
-        },
-        Ok(error) => ProviderCallError::Terminal {
-            status: code,
-            error,
-        },
-        Err(_) if status.is_client_error() && !matches!(code, 408 | 429) => {
-            ProviderCallError::Refused {
-                status: code,
-                error: ProviderError {
-                    code: format!("provider.http_{code}"),
-                    category: "invalid_request".into(),
-                    message: format!(
-                        "{status}: {}",
-                        String::from_utf8_lossy(&body[..body.len().min(200)])
-                    ),
-                    retryable: false,
-                },
-            }
-        }
-        Err(_) => ProviderCallError::uncertain(
-            UncertainKind::UnexpectedStatus,
-            format!("{status} without a provider error body"),
-        ),
-    }
+    Ok(())
 }

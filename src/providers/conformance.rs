@@ -2,8 +2,11 @@
 //!
 //! Checks: `capabilities_v3`, `disposition_<name>` for each advertised disposition,
 //! `release_idempotent`, `receipts_consistent`, `restore_brings_files_back`,
-//! `old_grants_refused_after_terminate`, `detach_never_releases_compute`. Checks that need a
-//! feature the provider does not advertise pass with a `skipped:` detail.
+//! `old_grants_refused_after_terminate`, `detach_never_releases_compute`, and the inventory
+//! checks of [`inventory`]. Checks that need a feature the provider does not advertise pass
+//! with a `skipped:` detail and are printed `SKIP`.
+
+mod inventory;
 
 use super::client::{CallOptions, ProviderCallError, ProviderClient};
 use super::wire::{
@@ -23,6 +26,15 @@ pub struct CheckResult {
     pub detail: String,
 }
 
+impl CheckResult {
+    /// Passed without running: the provider does not advertise what the check needs.
+    pub fn skipped(&self) -> bool {
+        self.passed && self.detail.starts_with("skipped:")
+    }
+}
+
+const TENANT: &str = "conformance";
+
 type Outcome = Result<String, String>;
 
 fn result(name: &str, outcome: Outcome) -> CheckResult {
@@ -37,10 +49,14 @@ fn result(name: &str, outcome: Outcome) -> CheckResult {
     }
 }
 
-/// Prints `PASS name` / `FAIL name: detail` per check; true when all passed.
+/// Prints `PASS name` / `SKIP name: why` / `FAIL name: detail` per check; true when none
+/// failed.
 pub fn print_report(results: &[CheckResult]) -> bool {
     for r in results {
-        if r.passed {
+        if r.skipped() {
+            let why = r.detail.trim_start_matches("skipped:").trim_start();
+            println!("SKIP {}: {why}", r.name);
+        } else if r.passed {
             println!("PASS {}", r.name);
         } else {
             println!("FAIL {}: {}", r.name, r.detail);
@@ -93,7 +109,7 @@ impl Checker {
         let req = ProvisionRequest {
             spec: self.spec(),
             owner_run_id: self.owner(),
-            tenant_id: "conformance".into(),
+            tenant_id: TENANT.into(),
             idempotency_key: self.key("provision"),
             context: context(),
         };
@@ -235,14 +251,16 @@ impl Checker {
         Ok("duplicate: true with the same outcome".into())
     }
 
-    async fn restore(&self) -> Outcome {
-        let snapshots = self.caps.supports_snapshot
-            && self.caps.supports_restore
+    fn offers_snapshot(&self) -> bool {
+        self.caps.supports_snapshot
             && self
                 .caps
                 .supported_release_dispositions
-                .contains(&D::SnapshotAndTerminate);
-        if !snapshots {
+                .contains(&D::SnapshotAndTerminate)
+    }
+
+    async fn restore(&self) -> Outcome {
+        if !self.offers_snapshot() || !self.caps.supports_restore {
             return Ok("skipped: the provider offers no snapshot and restore".into());
         }
         let h = self.provision().await?;
@@ -460,6 +478,7 @@ pub async fn run_checks(base_url: &str, token: Option<&str>) -> Vec<CheckResult>
         "detach_never_releases_compute",
         checker.detach().await,
     ));
+    out.extend(checker.inventory_checks().await);
     out.push(result("receipts_consistent", checker.consistent()));
     out
 }

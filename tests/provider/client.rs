@@ -5,13 +5,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::{Json, Router};
 use sagents::lifecycle::outcome::{classify, FailureClass};
-use sagents::providers::client::UncertainKind;
+use sagents::providers::client::{ClientConfig, UncertainKind};
 use sagents::providers::wire::{SandboxRef, SandboxState};
 use sagents::providers::wire_spec::ReleaseDisposition as D;
 use sagents::service::providers::{self as registry, RegistryError};
@@ -22,6 +22,7 @@ use super::*;
 struct Seen {
     redirect_target_hits: Arc<AtomicUsize>,
     headers: Arc<Mutex<Option<HeaderMap>>>,
+    pages: Arc<AtomicUsize>,
 }
 
 fn sandbox_ref() -> SandboxRef {
@@ -51,12 +52,52 @@ fn error(status: u16, retryable: bool) -> Response {
     (StatusCode::from_u16(status).unwrap(), Json(body)).into_response()
 }
 
+fn inventory_item(n: usize) -> serde_json::Value {
+    let mut r = sandbox_ref();
+    r.sandbox_id = format!("sbx_{n}");
+    serde_json::json!({"ref": r, "state": "ready", "generation": 1,
+        "labels": {"owner_run_id": "run_1", "tenant_id": "acme"}})
+}
+
+fn inventory_page(n: usize, next: Option<String>) -> Response {
+    Json(serde_json::json!({"items": [inventory_item(n)], "next_cursor": next})).into_response()
+}
+
 async fn misbehave(
     State(seen): State<Seen>,
-    Path((mode, _rest)): Path<(String, String)>,
+    Path((mode, rest)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
     match mode.as_str() {
+        "pages" => {
+            let n = match query
+                .unwrap_or_default()
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("cursor="))
+            {
+                None => 0,
+                Some(c) => c.trim_start_matches('c').parse::<usize>().unwrap(),
+            };
+            inventory_page(n, (n < 2).then(|| format!("c{}", n + 1)))
+        }
+        "loop" => {
+            seen.pages.fetch_add(1, Ordering::SeqCst);
+            inventory_page(0, Some("same".into()))
+        }
+        "endless" => {
+            let n = seen.pages.fetch_add(1, Ordering::SeqCst);
+            inventory_page(n, Some(format!("c{n}")))
+        }
+        "deleted" | "deleted_other" => {
+            let asked = rest.rsplit('/').next().unwrap_or_default();
+            let named = if mode == "deleted" {
+                asked
+            } else {
+                "ckp_other"
+            };
+            Json(serde_json::json!({"checkpoint_id": named, "deleted": true})).into_response()
+        }
         "ok" => Json(caps("3")).into_response(),
         "v2" => Json(caps("2")).into_response(),
         "hang" => std::future::pending().await,
@@ -254,4 +295,73 @@ async fn registration_refuses_v2_and_unreachable_providers() {
         .await
         .unwrap();
     assert_eq!(caps.supported_release_dispositions.len(), 3);
+}
+
+#[tokio::test]
+async fn inventory_calls_are_classified_like_every_other_call() {
+    let (base, _) = fake_server().await;
+    let opts = CallOptions::default();
+    let q = sagents::providers::wire::InventoryQuery::default();
+    for (mode, class) in [
+        ("recoverable", FailureClass::Retry),
+        ("terminal", FailureClass::Final),
+        ("refused", FailureClass::Refused),
+        ("garbage", FailureClass::Retry),
+    ] {
+        let c = client(&base, mode);
+        let listed = c.list_sandboxes(&q, &opts).await.unwrap_err();
+        let ckps = c.list_checkpoints(&q, &opts).await.unwrap_err();
+        let deleted = c.delete_checkpoint("ckp_1", &opts).await.unwrap_err();
+        for err in [&listed, &ckps, &deleted] {
+            assert_eq!(classify(err), class, "{mode}: {err}");
+        }
+    }
+    assert_eq!(
+        uncertain_kind(client(&base, "garbage").list_sandboxes(&q, &opts).await),
+        UncertainKind::MalformedBody
+    );
+    let ok = client(&base, "deleted")
+        .delete_checkpoint("ckp_1", &opts)
+        .await
+        .unwrap();
+    assert!(ok.deleted && ok.checkpoint_id == "ckp_1");
+    let r = client(&base, "deleted_other")
+        .delete_checkpoint("ckp_1", &opts)
+        .await;
+    assert_eq!(uncertain_kind(r), UncertainKind::InconsistentReceipt);
+    let r = client(&base, "deleted")
+        .delete_checkpoint("../v3/sandboxes", &opts)
+        .await;
+    assert!(matches!(r, Err(ProviderCallError::Config(_))), "{r:?}");
+}
+
+#[tokio::test]
+async fn inventory_walks_follow_cursors_and_stop_on_a_runaway_provider() {
+    let (base, seen) = fake_server().await;
+    let opts = CallOptions::default();
+    let all = client(&base, "pages").inventory_all(&opts).await.unwrap();
+    let ids: Vec<_> = all.iter().map(|i| i.r#ref.sandbox_id.as_str()).collect();
+    assert_eq!(ids, ["sbx_0", "sbx_1", "sbx_2"]);
+
+    let r = client(&base, "loop").inventory_all(&opts).await;
+    assert_eq!(uncertain_kind(r), UncertainKind::InconsistentPaging);
+    assert_eq!(
+        seen.pages.load(Ordering::SeqCst),
+        2,
+        "stopped at the repeat"
+    );
+
+    seen.pages.store(0, Ordering::SeqCst);
+    let bounded = ProviderClient::with_config(
+        &format!("{base}/endless"),
+        None,
+        ClientConfig {
+            max_inventory_pages: 5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let r = bounded.inventory_all(&opts).await;
+    assert_eq!(uncertain_kind(r), UncertainKind::InconsistentPaging);
+    assert_eq!(seen.pages.load(Ordering::SeqCst), 5, "stopped at the bound");
 }

@@ -39,10 +39,17 @@ async fn the_local_provider_passes_every_check() {
             "restore_brings_files_back",
             "old_grants_refused_after_terminate",
             "detach_never_releases_compute",
+            "inventory_lists_sandboxes",
+            "inventory_pages_without_repeats",
+            "inventory_lists_checkpoints",
+            "checkpoint_delete_idempotent",
+            "restore_refused_after_checkpoint_delete",
             "receipts_consistent",
         ]
     );
     assert!(print_report(&results), "{results:#?}");
+    let skipped: Vec<_> = results.iter().filter(|r| r.skipped()).collect();
+    assert!(skipped.is_empty(), "{skipped:#?}");
     let r = by_name(&results);
     assert!(
         !r["restore_brings_files_back"].1.starts_with("skipped"),
@@ -185,6 +192,20 @@ async fn a_dishonest_provider_fails_the_right_checks() {
         assert!(r[passing].0, "{passing} should pass: {results:#?}");
     }
     assert!(r["release_idempotent"].1.contains("duplicate"));
+    for (check, lacking) in [
+        ("inventory_lists_sandboxes", "supports_inventory"),
+        ("inventory_pages_without_repeats", "supports_inventory"),
+        ("inventory_lists_checkpoints", "supports_inventory"),
+        ("checkpoint_delete_idempotent", "supports_checkpoint_delete"),
+        (
+            "restore_refused_after_checkpoint_delete",
+            "supports_checkpoint_delete",
+        ),
+    ] {
+        let result = results.iter().find(|c| c.name == check).unwrap();
+        assert!(result.skipped(), "{result:?}");
+        assert!(result.detail.contains(lacking), "{result:?}");
+    }
     assert!(r["receipts_consistent"].1.contains("detach"));
 }
 

@@ -198,3 +198,84 @@ async fn a_slow_provider_makes_the_call_time_out_as_uncertain() {
     );
     assert!(h.client.inspect(&sbx.r#ref.sandbox_id, &opts).await.is_ok());
 }
+
+#[tokio::test]
+async fn a_forgotten_sandbox_is_gone_with_its_processes_and_answers_404() {
+    let mut h = Harness::with_faults("inspect=forget:times=1").await;
+    let lost = h.provision("p1").await;
+    let kept = h.provision("p2").await;
+    let pid = background_pid(&h, &lost).await;
+    let id = lost.r#ref.sandbox_id.clone();
+    let dir = h.root.path().join("sandboxes").join(&id);
+    let state = h.root.path().join(format!("state/sandboxes/{id}.json"));
+    assert!(running(pid) && dir.exists() && state.exists());
+
+    let not_found = (404, "sandbox.not_found".to_string());
+    assert_eq!(
+        refused(h.client.inspect(&id, &Default::default()).await),
+        not_found
+    );
+    assert_eq!(proc_state(pid), None, "its processes are killed");
+    assert!(
+        !dir.exists() && !state.exists(),
+        "its files and state are gone"
+    );
+    assert_eq!(
+        refused(
+            h.client
+                .attach(&id, &Default::default(), &Default::default())
+                .await
+        ),
+        not_found
+    );
+    assert_eq!(
+        refused(h.release(&lost, D::Terminate, "t").await),
+        not_found
+    );
+    assert_eq!(refused(h.sh(&lost, "true").await), not_found);
+    assert_eq!(
+        h.sandbox_state(&kept.r#ref.sandbox_id).await,
+        SandboxState::Ready
+    );
+    let listed = h.client.inventory_all(&Default::default()).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].r#ref.sandbox_id, kept.r#ref.sandbox_id);
+
+    h.restart().await;
+    assert_eq!(
+        refused(h.client.inspect(&id, &Default::default()).await),
+        not_found
+    );
+    assert_eq!(
+        h.client
+            .inventory_all(&Default::default())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_release_that_forgets_the_sandbox_answers_404_and_kills_it() {
+    let h = Harness::with_faults("release=forget:times=1").await;
+    let sbx = h.provision("p1").await;
+    let pid = background_pid(&h, &sbx).await;
+    assert_eq!(
+        refused(h.release(&sbx, D::SnapshotAndTerminate, "s").await),
+        (404, "sandbox.not_found".into())
+    );
+    assert_eq!(proc_state(pid), None);
+    assert!(h
+        .client
+        .checkpoints_all(&Default::default())
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(h
+        .client
+        .inventory_all(&Default::default())
+        .await
+        .unwrap()
+        .is_empty());
+}

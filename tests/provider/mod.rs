@@ -1,9 +1,12 @@
 //! The sandbox provider suites: the real local provider on loopback, real HTTP test servers
 //! standing in for misbehaving third-party providers.
 
+mod checkpoints;
 mod client;
 mod conformance;
+mod conformance_inventory;
 mod faults;
+mod inventory;
 mod lifecycle;
 mod limits;
 mod registry;

@@ -10,13 +10,17 @@ use super::Config;
 
 const FAULT_HELP: &str = "\
 Test only: inject faults. SPEC is RULE(;RULE)*, RULE is POINT=ACTION(:MODIFIER)*.
-POINT: capabilities, provision, inspect, attach, release, restore, exec,
+POINT: capabilities, provision, inspect, attach, release, restore, exec, list_sandboxes,
+       list_checkpoints, delete_checkpoint,
        snapshot (the archive step, after the pause), resume (after a failed snapshot).
 ACTION: recoverable (503, retryable, nothing done) | terminal (500, not retryable; the
-        sandbox is reported lost) | drop (do the work, cut the connection) |
-        delay_ms=N | fail (snapshot and resume only).
+        sandbox is reported lost) | refused (409, nothing done) | foreign (name another
+        run as the owner) | unconfirmed (answer compute_released: false) | drop (do the
+        work, cut the connection) | forget (inspect, attach, release, exec only: lose the
+        sandbox as if its state were gone, then answer 404) | delay_ms=N |
+        fail (snapshot and resume only).
 MODIFIER: times=N (first N calls only) | p=F (probability F in [0,1]); none = every call.
-Example: release=recoverable:times=2;restore=delay_ms=300;snapshot=fail:times=1";
+Example: release=recoverable:times=2;restore=delay_ms=300;inspect=forget:times=1";
 
 #[derive(Debug, Parser)]
 #[command(

@@ -2,7 +2,8 @@
 //! `release.rs`. Each sandbox has its own lock; creations share one, so idempotency keys of
 //! provisions and restores are checked and recorded without races.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -38,7 +39,7 @@ pub struct Engine {
     pub(super) cfg: EngineConfig,
     pub(super) layout: Layout,
     pub(super) faults: FaultPlan,
-    sandboxes: RwLock<HashMap<String, Slot>>,
+    sandboxes: RwLock<BTreeMap<String, Slot>>,
     pub(super) create_lock: Mutex<()>,
 }
 
@@ -97,7 +98,7 @@ impl Engine {
     /// Loads every persisted sandbox and reports honestly what survived: a sandbox whose
     /// processes are gone is `lost`; one paused by an interrupted snapshot is resumed.
     pub fn load(cfg: EngineConfig, layout: Layout, faults: FaultPlan) -> std::io::Result<Self> {
-        let mut map = HashMap::new();
+        let mut map = BTreeMap::new();
         for mut rec in layout.load_sandboxes()? {
             let mut changed = reconcile(&mut rec);
             if rec.state == SandboxState::Suspended {
@@ -142,8 +143,8 @@ impl Engine {
             supports_reconnect: true,
             max_lifetime_seconds: None,
             supports_exec: true,
-            supports_inventory: false,
-            supports_checkpoint_delete: false,
+            supports_inventory: true,
+            supports_checkpoint_delete: true,
         }
     }
 
@@ -159,12 +160,30 @@ impl Engine {
         map.values().cloned().collect()
     }
 
+    /// Up to `n` sandboxes in id order, starting after `after`.
+    pub(super) fn slots_after(&self, after: Option<&str>, n: usize) -> Vec<(String, Slot)> {
+        let map = self.sandboxes.read().unwrap_or_else(|e| e.into_inner());
+        let start = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.to_owned()));
+        map.range((start, Bound::Unbounded))
+            .take(n)
+            .map(|(id, slot)| (id.clone(), slot.clone()))
+            .collect()
+    }
+
+    pub(super) fn remove_slot(&self, id: &str) -> Option<Slot> {
+        let mut map = self.sandboxes.write().unwrap_or_else(|e| e.into_inner());
+        map.remove(id)
+    }
+
     fn insert(&self, rec: SandboxRecord) {
         let mut map = self.sandboxes.write().unwrap_or_else(|e| e.into_inner());
         map.insert(rec.r#ref.sandbox_id.clone(), Arc::new(Mutex::new(rec)));
     }
 
     pub(super) fn save(&self, rec: &SandboxRecord) -> Result<(), ApiError> {
+        if rec.forgotten {
+            return Err(ApiError::not_found("sandbox", &rec.r#ref.sandbox_id));
+        }
         self.layout
             .save_sandbox(rec)
             .map_err(|e| internal("saving the sandbox state", e))
@@ -292,6 +311,7 @@ impl Engine {
             created_at: now,
             updated_at: now,
             releases: Default::default(),
+            forgotten: false,
         };
         self.finish_create(rec, "provision", &req.idempotency_key, fp)
             .await

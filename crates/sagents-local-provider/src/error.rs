@@ -52,6 +52,17 @@ impl ApiError {
         )
     }
 
+    /// A query or path the provider cannot act on (400), with a specific code.
+    pub fn bad_input(code: &str, message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            code,
+            "invalid_request",
+            message,
+            false,
+        )
+    }
+
     pub fn unauthorized() -> Self {
         Self::new(
             StatusCode::UNAUTHORIZED,

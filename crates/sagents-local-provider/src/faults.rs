@@ -6,6 +6,7 @@
 //! SPEC     := RULE (';' RULE)*
 //! RULE     := POINT '=' ACTION (':' MODIFIER)*
 //! POINT    := capabilities | provision | inspect | attach | release | restore | exec
+//!           | list_sandboxes | list_checkpoints | delete_checkpoint
 //!           | snapshot      (the archive step of snapshot_and_terminate, after the pause)
 //!           | resume        (bringing a paused sandbox back after a failed snapshot)
 //! ACTION   := recoverable   (answer 503 retryable, doing nothing)
@@ -14,6 +15,9 @@
 //!           | foreign       (do the work, then name another run as the handle's owner)
 //!           | unconfirmed   (do the work, then answer `compute_released: false`)
 //!           | drop          (do the work, then cut the connection instead of answering)
+//!           | forget        (inspect, attach, release, exec only: first lose the named
+//!                            sandbox as if its state were gone (processes killed, state and
+//!                            isolated files removed), then handle the call, which answers 404)
 //!           | delay_ms=N    (wait N ms, then handle normally)
 //!           | fail          (snapshot / resume only: that step fails)
 //! MODIFIER := times=N       (only the first N calls to POINT)
@@ -21,7 +25,7 @@
 //! ```
 //!
 //! Without a modifier a rule fires on every call. Example:
-//! `release=recoverable:times=2;restore=delay_ms=300;snapshot=fail:times=1`.
+//! `release=recoverable:times=2;restore=delay_ms=300;snapshot=fail:times=1;inspect=forget:times=1`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -35,6 +39,9 @@ sagents_text_enum::text_enum! {
         Release => "release",
         Restore => "restore",
         Exec => "exec",
+        ListSandboxes => "list_sandboxes",
+        ListCheckpoints => "list_checkpoints",
+        DeleteCheckpoint => "delete_checkpoint",
         Snapshot => "snapshot",
         Resume => "resume",
     }
@@ -50,6 +57,7 @@ pub enum FaultAction {
     Drop,
     Delay(Duration),
     Fail,
+    Forget,
 }
 
 #[derive(Debug)]
@@ -143,13 +151,14 @@ fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
         "unconfirmed" => FaultAction::Unconfirmed,
         "drop" => FaultAction::Drop,
         "fail" => FaultAction::Fail,
+        "forget" => FaultAction::Forget,
         other => match other.strip_prefix("delay_ms=") {
             Some(ms) => FaultAction::Delay(Duration::from_millis(
                 ms.parse().map_err(|_| err("delay_ms needs an integer"))?,
             )),
             None => return Err(err(
-                "ACTION must be recoverable, terminal, refused, foreign, unconfirmed, drop, fail or \
-                     delay_ms=N",
+                "ACTION must be recoverable, terminal, refused, foreign, unconfirmed, drop, forget, \
+                     fail or delay_ms=N",
             )),
         },
     };
@@ -157,6 +166,15 @@ fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
     if is_step != (action == FaultAction::Fail) {
         return Err(err(
             "`fail` is the only action for snapshot and resume, and only for them",
+        ));
+    }
+    let names_a_sandbox = matches!(
+        point,
+        FaultPoint::Inspect | FaultPoint::Attach | FaultPoint::Release | FaultPoint::Exec
+    );
+    if action == FaultAction::Forget && !names_a_sandbox {
+        return Err(err(
+            "`forget` needs a call that names a sandbox: inspect, attach, release or exec",
         ));
     }
     let mut times = None;
@@ -241,9 +259,39 @@ mod tests {
             "release=recoverable:p=2",
             "release=delay_ms=soon",
             "release=recoverable:often",
+            "provision=forget",
+            "list_sandboxes=forget",
+            "snapshot=forget",
+            "delete_checkpoint=fail",
         ] {
             assert!(FaultPlan::parse(bad).is_err(), "{bad}");
         }
         assert!(FaultPlan::parse("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn forget_and_the_inventory_points_parse() {
+        let plan = FaultPlan::parse(
+            "inspect=forget:times=1;exec=forget;list_sandboxes=recoverable;\
+             delete_checkpoint=drop:times=1;list_checkpoints=delay_ms=5",
+        )
+        .unwrap();
+        assert_eq!(
+            plan.decide(FaultPoint::Inspect).action,
+            Some(FaultAction::Forget)
+        );
+        assert_eq!(plan.decide(FaultPoint::Inspect).action, None);
+        assert_eq!(
+            plan.decide(FaultPoint::Exec).action,
+            Some(FaultAction::Forget)
+        );
+        assert_eq!(
+            plan.decide(FaultPoint::DeleteCheckpoint).action,
+            Some(FaultAction::Drop)
+        );
+        assert_eq!(
+            plan.decide(FaultPoint::ListCheckpoints).delay,
+            Some(Duration::from_millis(5))
+        );
     }
 }

@@ -7,7 +7,9 @@
 //! sandbox kills everything it started. `snapshot_and_terminate` pauses the group, archives
 //! the files (tar + zstd) as a checkpoint and kills the group; `POST /v3/restores` unpacks a
 //! checkpoint into a fresh sandbox. Sandboxes, receipts, checkpoints and idempotency records
-//! are JSON files under `ROOT/state`, so the provider keeps its word across restarts.
+//! are JSON files under `ROOT/state`, so the provider keeps its word across restarts; without
+//! that folder it starts empty. `GET /v3/sandboxes` and `GET /v3/checkpoints` list what it
+//! holds; `DELETE /v3/checkpoints/{id}` removes a checkpoint's archive.
 //!
 //! Fault injection for tests (`--fault-injection SPEC`) is described in [`faults`].
 
@@ -17,6 +19,8 @@ mod engine;
 mod error;
 pub mod exec;
 pub mod faults;
+mod forget;
+mod inventory;
 pub mod paths;
 pub mod process;
 mod release;

@@ -9,10 +9,10 @@ use chrono::{DateTime, Utc};
 use super::engine::{check_key, reconcile, Engine, PROVIDER_ID};
 use super::error::ApiError;
 use super::faults::FaultPoint;
-use super::state::{SandboxRecord, StoredRelease};
+use super::state::{SandboxRecord, StoredCheckpoint, StoredRelease};
 use sagents_plugin_api::spec::{ReleaseDisposition as D, WorkspaceMode};
 use sagents_plugin_api::wire::{
-    CheckpointRef, ReleaseRequest, SandboxReleaseReceipt, SandboxState as S,
+    CheckpointRef, InventoryLabels, ReleaseRequest, SandboxReleaseReceipt, SandboxState as S,
 };
 
 impl Engine {
@@ -136,7 +136,7 @@ impl Engine {
     }
 
     /// Moves the files out of the way at once and deletes them in the background.
-    fn discard_dir(&self, rec: &SandboxRecord) {
+    pub(super) fn discard_dir(&self, rec: &SandboxRecord) {
         let trash = self.layout.trash().join(format!(
             "{}-{}",
             rec.r#ref.sandbox_id,
@@ -206,7 +206,14 @@ impl Engine {
             created_at: DateTime::from_timestamp_millis(Utc::now().timestamp_millis())
                 .unwrap_or_default(),
         };
-        if let Err(e) = self.layout.save_checkpoint(&checkpoint) {
+        let stored = StoredCheckpoint {
+            checkpoint: checkpoint.clone(),
+            labels: Some(InventoryLabels {
+                owner_run_id: rec.r#ref.owner_run_id.clone(),
+                tenant_id: rec.r#ref.tenant_id.clone(),
+            }),
+        };
+        if let Err(e) = self.layout.save_checkpoint(&stored) {
             let cause = format!("recording the checkpoint failed: {e}");
             return Err(self.recover_after_failed_snapshot(rec, cause));
         }

@@ -4,6 +4,7 @@ use chrono::Utc;
 
 use super::engine::{check_key, check_name, check_spec, internal, Engine, PROVIDER_ID};
 use super::error::ApiError;
+use super::inventory::valid_checkpoint_id;
 use super::process;
 use super::state::{fingerprint, SandboxRecord};
 use sagents_plugin_api::spec::WorkspaceMode;
@@ -27,11 +28,7 @@ impl Engine {
             return Ok((self.with_fresh_grant(h).await, false));
         }
         let ckp_id = &req.checkpoint.checkpoint_id;
-        let valid_id = ckp_id.starts_with("ckp_")
-            && ckp_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        let ckp = match valid_id {
+        let stored = match valid_checkpoint_id(ckp_id) {
             true => self
                 .layout
                 .load_checkpoint(ckp_id)
@@ -39,15 +36,17 @@ impl Engine {
             false => None,
         }
         .ok_or_else(|| ApiError::not_found("checkpoint", ckp_id))?;
+        let ckp = stored.checkpoint;
         if req.checkpoint.digest.is_some() && req.checkpoint.digest != ckp.digest {
             return Err(ApiError::invalid(
                 "checkpoint.mismatch",
                 "checkpoint.digest does not match the stored checkpoint",
             ));
         }
-        let tenant_id = match self.slot(&ckp.sandbox_id) {
-            Ok(s) => s.lock().await.r#ref.tenant_id.clone(),
-            Err(_) => String::new(),
+        let tenant_id = match (stored.labels, self.slot(&ckp.sandbox_id)) {
+            (Some(labels), _) => labels.tenant_id,
+            (None, Ok(s)) => s.lock().await.r#ref.tenant_id.clone(),
+            (None, Err(_)) => String::new(),
         };
         let id = format!("sbx_{}", uuid::Uuid::now_v7().simple());
         let dir = self.layout.sandbox_dirs().join(&id);
@@ -104,6 +103,7 @@ impl Engine {
             created_at: now,
             updated_at: now,
             releases: Default::default(),
+            forgotten: false,
         };
         self.finish_create(rec, "restore", &req.idempotency_key, fp)
             .await

@@ -8,13 +8,14 @@ use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use sha2::{Digest, Sha256};
 
 use super::engine::Engine;
 use super::error::ApiError;
 use super::faults::{FaultAction, FaultPoint};
+use super::inventory::InventoryParams;
 use sagents_plugin_api::wire::{
     AttachRequest, ExecRequest, ProvisionRequest, ReleaseRequest, RestoreRequest,
 };
@@ -50,12 +51,14 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for ApiJson<
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v3/capabilities", get(capabilities))
-        .route("/v3/sandboxes", post(provision))
+        .route("/v3/sandboxes", post(provision).get(list_sandboxes))
         .route("/v3/sandboxes/{id}", get(inspect))
         .route("/v3/sandboxes/{id}/attach", post(attach))
         .route("/v3/sandboxes/{id}/release", post(release))
         .route("/v3/sandboxes/{id}/exec", post(exec))
         .route("/v3/restores", post(restore))
+        .route("/v3/checkpoints", get(list_checkpoints))
+        .route("/v3/checkpoints/{id}", delete(delete_checkpoint))
         .fallback(|| async { ApiError::not_found("route", "this path").into_response() })
         .method_not_allowed_fallback(|| async {
             let mut e = ApiError::bad_request("this method is not allowed on this path");
@@ -118,6 +121,11 @@ where
                 format!("injected terminal fault on {point}"),
             )
             .into_response();
+        }
+        Some(FaultAction::Forget) => {
+            if let Some(id) = sandbox {
+                s.engine.forget(id).await;
+            }
         }
         _ => {}
     }
@@ -217,6 +225,33 @@ async fn restore(State(s): State<AppState>, ApiJson(req): ApiJson<RestoreRequest
             StatusCode::OK
         };
         Ok((status, Json(handle)).into_response())
+    })
+    .await
+}
+
+async fn list_sandboxes(
+    State(s): State<AppState>,
+    InventoryParams(q): InventoryParams,
+) -> Response {
+    with_faults(&s, FaultPoint::ListSandboxes, None, async {
+        Ok(Json(s.engine.list_sandboxes(&q).await?).into_response())
+    })
+    .await
+}
+
+async fn list_checkpoints(
+    State(s): State<AppState>,
+    InventoryParams(q): InventoryParams,
+) -> Response {
+    with_faults(&s, FaultPoint::ListCheckpoints, None, async {
+        Ok(Json(s.engine.list_checkpoints(&q).await?).into_response())
+    })
+    .await
+}
+
+async fn delete_checkpoint(State(s): State<AppState>, Path(id): Path<String>) -> Response {
+    with_faults(&s, FaultPoint::DeleteCheckpoint, None, async {
+        Ok(Json(s.engine.delete_checkpoint(&id).await?).into_response())
     })
     .await
 }

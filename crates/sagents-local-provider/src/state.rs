@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use super::process::Leader;
 use sagents_plugin_api::spec::{ReleaseDisposition, Resources, WorkspaceMode};
 use sagents_plugin_api::wire::{
-    CheckpointRef, SandboxHandle, SandboxRef, SandboxReleaseReceipt, SandboxState,
+    CheckpointRef, InventoryLabels, SandboxHandle, SandboxRef, SandboxReleaseReceipt, SandboxState,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,6 +39,19 @@ pub struct SandboxRecord {
     pub updated_at: DateTime<Utc>,
     /// Release outcomes by idempotency key.
     pub releases: BTreeMap<String, StoredRelease>,
+    /// Set when the provider dropped the sandbox's state; such a record is never saved again.
+    #[serde(skip)]
+    pub forgotten: bool,
+}
+
+/// A checkpoint as kept: the wire form plus the labels of the sandbox it was taken from
+/// (absent in records written before labels were kept).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredCheckpoint {
+    #[serde(flatten)]
+    pub checkpoint: CheckpointRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<InventoryLabels>,
 }
 
 /// The first answer to a provision or restore, replayed for the same key.
@@ -115,21 +128,59 @@ impl Layout {
         Ok(out)
     }
 
-    pub fn save_checkpoint(&self, c: &CheckpointRef) -> io::Result<()> {
-        let path = self
-            .checkpoint_states()
-            .join(format!("{}.json", c.checkpoint_id));
-        write_json(&path, c)
+    pub fn save_checkpoint(&self, c: &StoredCheckpoint) -> io::Result<()> {
+        write_json(&self.checkpoint_state(&c.checkpoint.checkpoint_id), c)
     }
 
-    pub fn load_checkpoint(&self, checkpoint_id: &str) -> io::Result<Option<CheckpointRef>> {
-        let path = self
-            .checkpoint_states()
-            .join(format!("{checkpoint_id}.json"));
-        if !path.exists() {
-            return Ok(None);
+    fn checkpoint_state(&self, checkpoint_id: &str) -> PathBuf {
+        self.checkpoint_states()
+            .join(format!("{checkpoint_id}.json"))
+    }
+
+    pub fn load_checkpoint(&self, checkpoint_id: &str) -> io::Result<Option<StoredCheckpoint>> {
+        read_json_if_present(&self.checkpoint_state(checkpoint_id))
+    }
+
+    /// The ids of every recorded checkpoint, sorted.
+    pub fn checkpoint_ids(&self) -> io::Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for entry in fs::read_dir(self.checkpoint_states())? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
+                    ids.push(stem.to_owned());
+                }
+            }
         }
-        read_json(&path).map(Some)
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// Removes a checkpoint's archive, then its record; whether either was there.
+    pub fn remove_checkpoint(&self, checkpoint_id: &str) -> io::Result<bool> {
+        let archive = remove_if_present(&self.archive(checkpoint_id))?;
+        let record = remove_if_present(&self.checkpoint_state(checkpoint_id))?;
+        Ok(archive || record)
+    }
+
+    pub fn remove_sandbox(&self, sandbox_id: &str) -> io::Result<bool> {
+        remove_if_present(&self.sandbox_states().join(format!("{sandbox_id}.json")))
+    }
+
+    /// Drops the provision and restore records that answered with this sandbox, so a replay
+    /// of their keys no longer names it.
+    pub fn remove_requests_for(&self, sandbox_id: &str) -> io::Result<()> {
+        for entry in fs::read_dir(self.requests())? {
+            let path = entry?.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let stored: Option<StoredRequest> = read_json_if_present(&path)?;
+            if stored.is_some_and(|s| s.handle.r#ref.sandbox_id == sandbox_id) {
+                remove_if_present(&path)?;
+            }
+        }
+        Ok(())
     }
 
     fn request_path(&self, scope: &str, key: &str) -> PathBuf {
@@ -138,11 +189,7 @@ impl Layout {
     }
 
     pub fn load_request(&self, scope: &str, key: &str) -> io::Result<Option<StoredRequest>> {
-        let path = self.request_path(scope, key);
-        if !path.exists() {
-            return Ok(None);
-        }
-        read_json(&path).map(Some)
+        read_json_if_present(&self.request_path(scope, key))
     }
 
     pub fn save_request(&self, scope: &str, key: &str, req: &StoredRequest) -> io::Result<()> {
@@ -165,6 +212,22 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
         f.sync_all()?;
     }
     fs::rename(&tmp, path)
+}
+
+fn read_json_if_present<T: DeserializeOwned>(path: &Path) -> io::Result<Option<T>> {
+    match read_json(path) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn remove_if_present(path: &Path) -> io::Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> io::Result<T> {
