@@ -3,8 +3,8 @@
 //! Checks: `capabilities_v3`, `disposition_<name>` for each advertised disposition,
 //! `release_idempotent`, `receipts_consistent`, `restore_brings_files_back`,
 //! `old_grants_refused_after_terminate`, `detach_never_releases_compute`, and the inventory
-//! checks of [`inventory`]. Checks that need a feature the provider does not advertise pass
-//! with a `skipped:` detail and are printed `SKIP`.
+//! checks in `conformance/inventory.rs`. Checks that need a feature the provider does not
+//! advertise pass with a `skipped:` detail and are printed `SKIP`.
 
 mod inventory;
 

@@ -14,12 +14,28 @@ use sagents_plugin_api::wire::{
     RestoreRequest, SandboxHandle, SandboxState,
 };
 
-fn engine(root: &Path) -> Engine {
+/// An engine whose sandboxes are killed when the test ends, passed or not.
+struct TestEngine(Engine);
+
+impl std::ops::Deref for TestEngine {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.0
+    }
+}
+
+impl Drop for TestEngine {
+    fn drop(&mut self) {
+        self.0.kill_all_now();
+    }
+}
+
+fn engine(root: &Path) -> TestEngine {
     let cfg = EngineConfig {
         workspace_root: root.join("workspaces"),
         grant_secret: b"unit-test-secret".to_vec(),
     };
-    Engine::load(cfg, Layout::new(root).unwrap(), FaultPlan::default()).unwrap()
+    TestEngine(Engine::load(cfg, Layout::new(root).unwrap(), FaultPlan::default()).unwrap())
 }
 
 fn spec() -> ResolvedSandboxSpec {
@@ -222,7 +238,6 @@ async fn paging_never_skips_or_repeats_while_sandboxes_come_and_go() {
         ("run_ended", "acme")
     );
     assert!(!all.items.iter().any(|i| i.r#ref.sandbox_id == seen[0]));
-    e.kill_all().await;
 }
 
 #[tokio::test]
@@ -277,7 +292,6 @@ async fn checkpoints_are_listed_with_labels_and_deleted_once() {
         .map(|i| &i.checkpoint.checkpoint_id)
         .collect();
     assert_eq!(left, [&ids[0], &ids[2]]);
-    e.kill_all().await;
 }
 
 #[tokio::test]
@@ -345,7 +359,6 @@ async fn a_forgotten_sandbox_answers_404_everywhere_and_stays_gone() {
             again.r#ref.sandbox_id.clone()
         ])
     );
-    e.kill_all().await;
 }
 
 #[tokio::test]
@@ -371,5 +384,4 @@ async fn a_restore_from_a_deleted_checkpoint_is_not_found_and_not_retryable() {
         (err.status, err.body.code.as_str(), err.body.retryable),
         (StatusCode::NOT_FOUND, "checkpoint.not_found", false)
     );
-    e.kill_all().await;
 }
