@@ -12,9 +12,10 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::domain::validate;
 use crate::http::state::AppState;
+use crate::lifecycle::attention::AttentionPolicy;
 use crate::lifecycle::clients::ProviderClients;
 use crate::lifecycle::coordinator::Coordinator;
-use crate::lifecycle::outcome::AttentionPolicy;
+use crate::lifecycle::reconciler::Reconciler;
 use crate::metrics::Metrics;
 use crate::notify::{run_pg_listener, ChangeHub};
 use crate::scheduler::{PoolConfig, WorkerPool};
@@ -40,6 +41,8 @@ pub const IDEMPOTENCY_MAX_AGE_HOURS: i64 = 24;
 /// How long in-flight lifecycle work may run on after shutdown before its lease is handed
 /// back (the work is level-triggered: another replica or the next start picks it up).
 pub const LIFECYCLE_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long the reconciler's lease outlives its interval, so a live holder keeps it.
+pub const RECONCILER_LEASE_MARGIN: Duration = Duration::from_secs(60);
 
 pub struct Application {
     listener: TcpListener,
@@ -238,6 +241,9 @@ fn spawn_background_tasks(state: &AppState) -> Vec<JoinHandle<()>> {
             }
         }),
     ];
+    if state.config.reconcile_interval_seconds > 0 {
+        tasks.push(start_reconciler(state));
+    }
     if state.store.backend() == Backend::Postgres {
         tasks.push(tokio::spawn(run_pg_listener(
             state.config.database_url.clone(),
@@ -246,6 +252,39 @@ fn spawn_background_tasks(state: &AppState) -> Vec<JoinHandle<()>> {
         )));
     }
     tasks
+}
+
+/// Every `reconcile_interval_seconds`, a pass by whichever replica holds the reconciler's
+/// lease; the lease outlives the interval so the holder keeps it while it lives.
+fn start_reconciler(state: &AppState) -> JoinHandle<()> {
+    let interval = Duration::from_secs(state.config.reconcile_interval_seconds);
+    let mut reconciler =
+        Reconciler::new(state.store.clone(), state.providers.clone(), replica_id());
+    reconciler.checkpoint_grace = chrono::Duration::seconds(
+        i64::try_from(state.config.checkpoint_grace_seconds).unwrap_or(i64::MAX),
+    );
+    let reconciler = Arc::new(reconciler);
+    let ttl = chrono::Duration::from_std(interval + RECONCILER_LEASE_MARGIN)
+        .unwrap_or(chrono::Duration::hours(1));
+    every(interval, state, move |_| {
+        let reconciler = reconciler.clone();
+        async move {
+            match reconciler.tick(ttl).await {
+                Ok(Some(r))
+                    if r.orphans_terminated + r.records_reopened + r.checkpoints_deleted > 0 =>
+                {
+                    tracing::info!(
+                        orphans_terminated = r.orphans_terminated,
+                        records_reopened = r.records_reopened,
+                        checkpoints_deleted = r.checkpoints_deleted,
+                        "reconciled provider inventories"
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "reconciler pass failed"),
+            }
+        }
+    })
 }
 
 /// Runs `job` now and then every `period` until shutdown.

@@ -57,6 +57,9 @@ pub enum ResourceEvent {
     ReleaseAbandoned,
     /// A failed release has used its attempt budget: an operator should look.
     AttentionNeeded,
+    /// The record says released but the provider still lists the sandbox with compute: the
+    /// release is issued again (a terminate under a `reconcile` key).
+    Reopened,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -96,6 +99,7 @@ impl ResourceState {
             (S::ReleaseBlocked | S::Active, E::Attach) => S::Active,
             (S::ReleaseFailed | S::NeedsAttention, E::ReleaseAbandoned) => S::Active,
             (S::Released, E::RestoreDue) => S::RestoreRequested,
+            (S::Released, E::Reopened) => S::ReleaseRequested,
             (from, event) => return Err(ResourceTransitionError { from, event }),
         };
         Ok(next)
@@ -112,6 +116,9 @@ text_enum! {
         ForcedTerminate => "forced_terminate",
         /// The run ended: no sandbox outlives its run.
         RunEnded => "run_ended",
+        /// The reconciler found compute that a released record said was gone; the sandbox's
+        /// checkpoint, if any, is kept.
+        Reconcile => "reconcile",
     }
 }
 
@@ -226,7 +233,7 @@ mod tests {
     use ResourceEvent as E;
     use ResourceState as S;
 
-    const EVENTS: [ResourceEvent; 11] = [
+    const EVENTS: [ResourceEvent; 12] = [
         E::Ready,
         E::BindFailed,
         E::SuspendBlocked,
@@ -238,9 +245,10 @@ mod tests {
         E::Abandon,
         E::ReleaseAbandoned,
         E::AttentionNeeded,
+        E::Reopened,
     ];
 
-    const ALLOWED: [(S, E, S); 24] = [
+    const ALLOWED: [(S, E, S); 25] = [
         (S::Provisioning, E::Ready, S::Active),
         (S::RestoreRequested, E::Ready, S::Active),
         (S::Provisioning, E::BindFailed, S::Provisioning),
@@ -273,6 +281,7 @@ mod tests {
         (S::NeedsAttention, E::ReleaseConfirmed, S::Released),
         (S::NeedsAttention, E::ReleaseDue, S::ReleaseRequested),
         (S::NeedsAttention, E::ReleaseAbandoned, S::Active),
+        (S::Released, E::Reopened, S::ReleaseRequested),
     ];
 
     #[test]

@@ -6,11 +6,50 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::outcome::OutcomeResult;
+use super::outcome::{retry_at, OutcomeResult};
+use super::rules;
 use crate::domain::resource::{ExecutionResourceRecord, ResourceEvent, ResourceState, RunEffect};
 use crate::domain::sandbox::{ProviderError, ReleaseDisposition};
 use crate::domain::RunId;
 use crate::store::{Store, StoreError};
+
+/// When a failing release stops being routine: after `attempt_budget` failed attempts the
+/// record needs an operator and is retried only every `retry_every`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttentionPolicy {
+    pub attempt_budget: u32,
+    pub retry_every: std::time::Duration,
+}
+
+impl Default for AttentionPolicy {
+    fn default() -> Self {
+        AttentionPolicy {
+            attempt_budget: 10,
+            retry_every: std::time::Duration::from_secs(900),
+        }
+    }
+}
+
+/// A release still failing after its budget enters `needs_attention`; once there, every
+/// retry waits `retry_every` instead of the backoff. Other records are returned unchanged.
+pub fn escalate(
+    mut record: ExecutionResourceRecord,
+    policy: AttentionPolicy,
+    now: DateTime<Utc>,
+    jitter: f64,
+) -> OutcomeResult<ExecutionResourceRecord> {
+    let budget = i64::from(policy.attempt_budget.max(1));
+    if record.state == ResourceState::ReleaseFailed && record.retry_count >= budget {
+        record.state = record.state.next(ResourceEvent::AttentionNeeded)?;
+    }
+    if record.state == ResourceState::NeedsAttention {
+        record.next_retry_at = Some(retry_at(
+            now,
+            rules::with_jitter(policy.retry_every, jitter),
+        ));
+    }
+    Ok(record)
+}
 
 /// The `error.code` of a record an operator declared released.
 pub const RESOLVED_BY_OPERATOR: &str = "release.resolved_by_operator";
@@ -110,7 +149,6 @@ mod tests {
     use super::*;
     use crate::domain::resource::ReleasePurpose;
     use crate::domain::sandbox::{ResolvedSandboxSpec, WorkspaceMode};
-    use crate::lifecycle::outcome::{escalate, AttentionPolicy};
 
     fn attention(disposition: ReleaseDisposition) -> ExecutionResourceRecord {
         let spec = ResolvedSandboxSpec::example("local", WorkspaceMode::Isolated);

@@ -9,8 +9,9 @@ use tracing::Instrument;
 mod calls;
 use calls::call_status;
 
+use super::attention::{self, AttentionPolicy};
 use super::clients::ProviderClients;
-use super::outcome::{self, AttentionPolicy, BindKind, FailureClass, Next};
+use super::outcome::{self, BindKind, FailureClass, Next};
 use super::plan::{self, plan, Action, PlanInput};
 use crate::domain::interaction::{Suspension, SuspensionReason};
 use crate::domain::job::Job;
@@ -312,11 +313,11 @@ impl Coordinator {
         let counters = &self.store.metrics().lifecycle;
         counters.provider_call("release", &call_status(&result));
         let asked = w.record.disposition.unwrap_or(disposition);
-        let evidence = self.terminate_evidence(w, &result).await;
+        let evidence = self.release_evidence(w, &result).await;
         let record = match &result {
             _ if evidence.is_some() => {
                 let evidence = evidence.as_deref().unwrap_or_default();
-                tracing::info!(%evidence, "terminate confirmed by inspect");
+                tracing::info!(%evidence, "release settled by inspect");
                 outcome::release_confirmed_by_inspect(w.record.clone(), evidence, now)?
             }
             Ok(receipt) => {
@@ -334,7 +335,7 @@ impl Coordinator {
             }
         };
         let entered = w.record.state != ResourceState::NeedsAttention;
-        let record = outcome::escalate(record, self.attention, now, jitter())?;
+        let record = attention::escalate(record, self.attention, now, jitter())?;
         if entered && record.state == ResourceState::NeedsAttention {
             tracing::error!(
                 attempts = record.retry_count,

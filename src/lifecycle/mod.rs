@@ -5,4 +5,6 @@ pub mod clients;
 pub mod coordinator;
 pub mod outcome;
 pub mod plan;
+pub mod reconcile;
+pub mod reconciler;
 pub mod rules;

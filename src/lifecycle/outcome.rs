@@ -123,50 +123,12 @@ fn schedule_retry(
     record.error = Some(error);
 }
 
-fn retry_at(now: DateTime<Utc>, delay: std::time::Duration) -> DateTime<Utc> {
+pub(super) fn retry_at(now: DateTime<Utc>, delay: std::time::Duration) -> DateTime<Utc> {
     let at = chrono::Duration::from_std(delay)
         .ok()
         .and_then(|d| now.checked_add_signed(d))
         .unwrap_or(now);
     crate::clock::truncate_ms(at)
-}
-
-/// When a failing release stops being routine: after `attempt_budget` failed attempts the
-/// record needs an operator and is retried only every `retry_every`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AttentionPolicy {
-    pub attempt_budget: u32,
-    pub retry_every: std::time::Duration,
-}
-
-impl Default for AttentionPolicy {
-    fn default() -> Self {
-        AttentionPolicy {
-            attempt_budget: 10,
-            retry_every: std::time::Duration::from_secs(900),
-        }
-    }
-}
-
-/// A release still failing after its budget enters `needs_attention`; once there, every
-/// retry waits `retry_every` instead of the backoff. Other records are returned unchanged.
-pub fn escalate(
-    mut record: ExecutionResourceRecord,
-    policy: AttentionPolicy,
-    now: DateTime<Utc>,
-    jitter: f64,
-) -> OutcomeResult<ExecutionResourceRecord> {
-    let budget = i64::from(policy.attempt_budget.max(1));
-    if record.state == ResourceState::ReleaseFailed && record.retry_count >= budget {
-        record.state = record.state.next(ResourceEvent::AttentionNeeded)?;
-    }
-    if record.state == ResourceState::NeedsAttention {
-        record.next_retry_at = Some(retry_at(
-            now,
-            rules::with_jitter(policy.retry_every, jitter),
-        ));
-    }
-    Ok(record)
 }
 
 fn clear_retry(record: &mut ExecutionResourceRecord) {
@@ -285,6 +247,9 @@ pub fn release_answered(
     record.released_at = Some(now);
     record.sandbox_checkpoint = match receipt.disposition.into() {
         ReleaseDisposition::SnapshotAndTerminate => receipt.checkpoint.clone().map(Into::into),
+        _ if record.release_purpose == Some(ReleasePurpose::Reconcile) => {
+            record.sandbox_checkpoint.take()
+        }
         _ => None,
     };
     if record.release_purpose != Some(ReleasePurpose::ForcedTerminate) {
@@ -306,7 +271,12 @@ pub fn release_confirmed_by_inspect(
     record.state = record.state.next(ResourceEvent::ReleaseConfirmed)?;
     record.compute_released = false;
     record.released_at = Some(now);
-    record.sandbox_checkpoint = None;
+    if record.release_purpose != Some(ReleasePurpose::Reconcile) {
+        // A snapshot that was asked for and never taken is lost with the sandbox.
+        record.checkpoint_lost |=
+            record.disposition == Some(ReleaseDisposition::SnapshotAndTerminate);
+        record.sandbox_checkpoint = None;
+    }
     record.error = Some(match record.error.take() {
         Some(mut reason) if record.release_purpose == Some(ReleasePurpose::ForcedTerminate) => {
             reason.message = format!("{}; released on inspect: {evidence}", reason.message);

@@ -76,6 +76,7 @@ pub fn release_idempotency_key(
         ReleasePurpose::Suspend => "release",
         ReleasePurpose::ForcedTerminate => "forced-terminate",
         ReleasePurpose::RunEnded => "run-ended",
+        ReleasePurpose::Reconcile => "reconcile",
     };
     format!("{run_id}:g{generation}:{sus}:{suffix}")
 }
@@ -136,8 +137,9 @@ pub fn resume_plan(
         | ResourceState::NeedsAttention => ResumePlan::FinishReleaseFirst,
         ResourceState::RestoreRequested => ResumePlan::ContinueRestore,
         ResourceState::Released if checkpoint_lost => ResumePlan::SnapshotLost,
+        // A checkpoint kept through a later terminate (a reconcile) is restored from too.
+        ResourceState::Released if has_checkpoint => ResumePlan::Restore,
         ResourceState::Released => match disposition {
-            Some(ReleaseDisposition::SnapshotAndTerminate) if has_checkpoint => ResumePlan::Restore,
             Some(ReleaseDisposition::SnapshotAndTerminate) => ResumePlan::SnapshotLost,
             _ => ResumePlan::ProvisionFresh,
         },

@@ -18,6 +18,7 @@ mod jobs;
 mod lifecycle_metrics;
 mod lifecycle_work;
 mod providers;
+mod reconcile;
 mod resource_events;
 mod resource_hooks;
 mod resource_writes;
@@ -46,6 +47,7 @@ pub use events::SessionEvent;
 pub use idempotency::IdempotencyBegin;
 pub use interactions::ReplyOutcome;
 pub use providers::ProviderRecord;
+pub use reconcile::RunView;
 pub use resource_events::ResourceEvent;
 
 pub type StoreResult<T> = Result<T, StoreError>;

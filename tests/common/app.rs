@@ -32,6 +32,8 @@ pub struct Options {
     pub body_limit_bytes: Option<u64>,
     /// Lifecycle workers (default: the configured 8); 0 to drive lifecycle work by hand.
     pub workers: Option<u32>,
+    /// The background reconciler's interval; off unless set (tests drive it by hand).
+    pub reconcile_interval_seconds: Option<u64>,
 }
 
 pub struct TestApp {
@@ -72,6 +74,7 @@ impl TestApp {
         if let Some(workers) = opts.workers {
             config.workers = workers;
         }
+        config.reconcile_interval_seconds = opts.reconcile_interval_seconds.unwrap_or(0);
         let manual = opts
             .manual_clock
             .then(|| ManualClock::new(Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap()));

@@ -4,10 +4,23 @@
 use sagents::store::Backend;
 use serde_json::json;
 
-use super::fixture::ax_with_faults;
+use super::fixture::{ax_with_faults, Ax};
 use crate::common::app::{expect_json, expect_problem};
 
 crate::on_both_backends!(a_release_that_never_confirms_needs_an_operator);
+
+/// Retries a failing release (the backoff never exceeds five minutes) until its record
+/// needs attention; returns the attempts made, which the default budget caps at ten.
+pub async fn fail_until_attention(ax: &Ax, run: &str) -> i64 {
+    let mut attempts = 1;
+    while ax.record(run).await["state"] == "release_failed" {
+        ax.advance(301);
+        assert_eq!(ax.drain().await, 1, "each retry is due after its backoff");
+        attempts += 1;
+        assert!(attempts <= 10, "attention must come within the budget");
+    }
+    attempts
+}
 
 async fn a_release_that_never_confirms_needs_an_operator(backend: Backend) {
     let ax = ax_with_faults(backend, "release=recoverable").await;
@@ -17,14 +30,7 @@ async fn a_release_that_never_confirms_needs_an_operator(backend: Backend) {
     assert_eq!(ax.drain().await, 1);
     assert_eq!(ax.record(&run).await["state"], "release_failed");
 
-    // The default budget is ten attempts; the backoff never exceeds five minutes.
-    let mut attempts = 1;
-    while ax.record(&run).await["state"] == "release_failed" {
-        ax.advance(301);
-        assert_eq!(ax.drain().await, 1, "each retry is due after its backoff");
-        attempts += 1;
-        assert!(attempts <= 10, "attention must come within the budget");
-    }
+    let attempts = fail_until_attention(&ax, &run).await;
     let record = ax.record(&run).await;
     assert_eq!(record["state"], "needs_attention", "{record}");
     assert_eq!(attempts, 10);

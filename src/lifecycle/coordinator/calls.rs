@@ -138,19 +138,20 @@ impl Coordinator {
         self.clients.forget_on(provider_id, e);
     }
 
-    /// A terminate the provider did not confirm (no `compute_released`, a terminal error, or
-    /// a refusal such as a 404 for a sandbox already gone) is checked by inspecting the
-    /// sandbox: the evidence when the provider reports it terminated or knows it no more.
-    pub(super) async fn terminate_evidence(
+    /// A release the provider did not confirm (a terminate without `compute_released`; any
+    /// release refused, e.g. a 404 for a sandbox already gone, or called broken) is checked by
+    /// inspecting the sandbox: the evidence when the provider reports it terminated or knows it
+    /// no more.
+    pub(super) async fn release_evidence(
         &self,
         w: &Work,
         result: &Result<SandboxReleaseReceipt, ProviderCallError>,
     ) -> Option<String> {
-        if w.record.disposition != Some(ReleaseDisposition::Terminate) {
-            return None;
-        }
+        let terminate = w.record.disposition == Some(ReleaseDisposition::Terminate);
+        // A snapshot or detach is settled by an inspect only when the provider refused it or
+        // called the sandbox broken: a receipt without `compute_released` is retried.
         let unconfirmed = match result {
-            Ok(receipt) => !receipt.compute_released,
+            Ok(receipt) => terminate && !receipt.compute_released,
             Err(e) => matches!(
                 outcome::classify(e),
                 FailureClass::Refused | FailureClass::Final
@@ -160,13 +161,14 @@ impl Coordinator {
             return None;
         }
         let sandbox_id = &w.record.sandbox_ref.as_ref()?.sandbox_id;
+        let what = w.record.disposition.map_or("release", |d| d.as_str());
         let client = self.client(&w.record.provider_id).await.ok()?;
         match client.inspect(sandbox_id, &self.call_options(w)).await {
             Ok(info) if info.state == SandboxState::Terminated => Some(format!(
-                "the terminate was not confirmed; inspect reports sandbox `{sandbox_id}` terminated"
+                "the {what} was not confirmed; inspect reports sandbox `{sandbox_id}` terminated"
             )),
             Err(ProviderCallError::Refused { status: 404, .. }) => Some(format!(
-                "the terminate was not confirmed; the provider knows no sandbox `{sandbox_id}`"
+                "the {what} was not confirmed; the provider knows no sandbox `{sandbox_id}`"
             )),
             _ => None,
         }

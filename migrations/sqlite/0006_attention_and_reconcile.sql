@@ -1,5 +1,6 @@
--- A release that cannot be confirmed within its attempt budget is `needs_attention`. SQLite
--- cannot alter a CHECK, so the table is rebuilt with the same columns in the same order.
+-- A release that cannot be confirmed within its attempt budget is `needs_attention`; a
+-- release the reconciler re-issues has purpose `reconcile`. SQLite cannot alter a CHECK, so
+-- the table is rebuilt with the same columns in the same order.
 CREATE TABLE execution_resources_next (
     run_id TEXT PRIMARY KEY NOT NULL REFERENCES runs (id),
     generation BIGINT NOT NULL CHECK (generation >= 0),
@@ -16,7 +17,7 @@ CREATE TABLE execution_resources_next (
     blocking_job_ids TEXT NOT NULL,
     blocking_child_run_ids TEXT NOT NULL,
     release_idempotency_key TEXT,
-    release_purpose TEXT CHECK (release_purpose IN ('suspend', 'forced_terminate', 'run_ended')),
+    release_purpose TEXT CHECK (release_purpose IN ('suspend', 'forced_terminate', 'run_ended', 'reconcile')),
     release_requested_at BIGINT,
     released_at BIGINT,
     compute_released BIGINT NOT NULL CHECK (compute_released IN (0, 1)),
@@ -38,3 +39,10 @@ ALTER TABLE execution_resources_next RENAME TO execution_resources;
 CREATE INDEX execution_resources_due ON execution_resources (due_at, run_id) WHERE due_at IS NOT NULL;
 CREATE INDEX execution_resources_state ON execution_resources (state, state_since, retry_count);
 CREATE INDEX execution_resources_released ON execution_resources (released_at, release_requested_at, state) WHERE state = 'released';
+
+-- Work that one replica at a time does (the reconciler), held like a run lease.
+CREATE TABLE singleton_leases (
+    name TEXT PRIMARY KEY NOT NULL,
+    holder TEXT NOT NULL,
+    expires_at BIGINT NOT NULL
+);
