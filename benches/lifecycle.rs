@@ -7,11 +7,11 @@
 //! `LBENCH_BACKENDS` [sqlite,postgres], `LBENCH_N` [2000] runs per throughput repetition,
 //! `LBENCH_REPS` [3], `LBENCH_RATE` [200] and `LBENCH_SECONDS` [5] for the latency run,
 //! `LBENCH_LOCAL_N` [200], `LBENCH_LOCAL_LATENCY` [60] and `LBENCH_LOCAL_RATE` [20] for the
-//! local provider, `LBENCH_M` [2000] runtime and `LBENCH_LIFECYCLE_M` [1000] lifecycle
+//! local provider, `LBENCH_RESUME_N` [40] runs approved while every snapshot fails, `LBENCH_M` [2000] runtime and `LBENCH_LIFECYCLE_M` [1000] lifecycle
 //! claims, `LBENCH_BULK` [100000] loaded runs, `LBENCH_LEASED` [5000] runs holding leases
 //! during idle claims, `LBENCH_FLOOR_SECONDS` [10] for pgbench and
 //! `LBENCH_SQLITE_FLOOR_SECONDS` [3] per SQLite floor repetition, `LBENCH_PHASES`
-//! [floor,noop,local,claims].
+//! [floor,noop,local,resume,claims].
 
 #[allow(dead_code)]
 #[path = "../tests/common/pg.rs"]
@@ -118,6 +118,28 @@ async fn local_phase(db: &Db, k: &Knobs, f: &mut Figures) {
     provider.stop_and_kill_sandboxes().await;
 }
 
+/// Every snapshot fails and the sandbox runs again: a reply must not wait on the backoff.
+async fn resume_phase(db: &Db, k: &Knobs, f: &mut Figures) {
+    let root = tempfile::Builder::new()
+        .prefix("sagents-lbench-resume-")
+        .tempdir()
+        .expect("a temp dir");
+    let mut config = local_provider::Config::for_root(root.path());
+    config.token = Some(PROVIDER_TOKEN.into());
+    config.fault_injection = Some("snapshot=fail".into());
+    let provider = local_provider::serve(config)
+        .await
+        .expect("serve the local provider");
+    let _kill = KillSandboxes(provider.engine().clone());
+    register(&db.store, local_provider::PROVIDER_ID, &provider.base_url()).await;
+    let coordinator = Arc::new(Coordinator::new(db.store.clone(), "bench"));
+    let (claimed, _) =
+        drive::prepare(db, &coordinator, local_provider::PROVIDER_ID, k.resume_n).await;
+    f.resume_latency = drive::approve_to_resume(db, &coordinator, &claimed).await;
+    eprintln!("  reply → resume: {} ms", f.resume_latency.cell());
+    provider.stop_and_kill_sandboxes().await;
+}
+
 async fn bench(backend: Backend, k: &Knobs) -> Figures {
     let mut f = Figures::new(backend);
     let start = Instant::now();
@@ -138,6 +160,11 @@ async fn bench(backend: Backend, k: &Knobs) -> Figures {
     if k.runs("local") {
         let d = db::fresh(backend).await;
         local_phase(&d, k, &mut f).await;
+        d.close().await;
+    }
+    if k.runs("resume") {
+        let d = db::fresh(backend).await;
+        resume_phase(&d, k, &mut f).await;
         d.close().await;
     }
     if k.runs("claims") {

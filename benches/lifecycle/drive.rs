@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
 use sagents::domain::commands::{
-    CreateRun, CreateSession, NewCheckpoint, NewInteraction, SuspendRun,
+    CreateRun, CreateSession, NewCheckpoint, NewInteraction, ReplyInteraction, SuspendRun,
 };
 use sagents::domain::interaction::{InteractionType, SuspensionReason};
 use sagents::domain::resource::ResourceState;
@@ -289,6 +289,77 @@ pub async fn released_latency(
                 break;
             }
             assert!(at.elapsed() < PATIENCE, "{} never released", c.run_id);
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    let spent = start.elapsed();
+    pool.stop().await;
+    Latency::of(samples, runs.len() as f64 / spent.as_secs_f64())
+}
+
+/// With the pool running and every snapshot failing recoverably (the sandbox runs again),
+/// suspends each run, waits for its first failed release, then approves it; per run, the
+/// time from the reply returning to the runtime's claim offering the resume (polled every
+/// millisecond).
+pub async fn approve_to_resume(
+    db: &Db,
+    coordinator: &Arc<Coordinator>,
+    runs: &[Claimed],
+) -> Latency {
+    let pool = Running::start(coordinator, &db.store);
+    let ttl = chrono::Duration::hours(3);
+    let mut samples = Vec::with_capacity(runs.len());
+    let start = Instant::now();
+    for c in runs {
+        suspend(&db.store, c, 1).await;
+        let failing = Instant::now();
+        while db
+            .store
+            .get_resource(&c.run_id)
+            .await
+            .expect("a record")
+            .state
+            != ResourceState::ReleaseFailed
+        {
+            assert!(
+                failing.elapsed() < PATIENCE,
+                "{} never failed its release",
+                c.run_id
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let run = db
+            .store
+            .get_run(Some(TENANT), &c.run_id)
+            .await
+            .expect("the run");
+        let snapshot = db
+            .store
+            .snapshot(Some(TENANT), &run.session_id)
+            .await
+            .expect("a snapshot");
+        let interaction = &snapshot.pending_interactions[0].id;
+        let reply = ReplyInteraction {
+            decision: "approve".into(),
+            payload: json!({}),
+            expected_revision: None,
+        };
+        db.store
+            .reply_interaction(Some(TENANT), &run.session_id, interaction, &reply, "bench")
+            .await
+            .expect("reply");
+        let at = Instant::now();
+        loop {
+            let claims = db
+                .store
+                .claim_runs(Some(TENANT), "runtime-1", 1, ttl)
+                .await
+                .expect("claim runs");
+            if claims.iter().any(|cl| cl.run.id == c.run_id) {
+                samples.push(ms_between(at, Instant::now()));
+                break;
+            }
+            assert!(at.elapsed() < PATIENCE, "{} was never offered", c.run_id);
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }

@@ -19,6 +19,7 @@ pub struct Knobs {
     pub local_n: usize,
     pub local_latency: usize,
     pub local_rate: f64,
+    pub resume_n: usize,
     pub m: usize,
     pub lifecycle_m: usize,
     pub bulk: usize,
@@ -38,7 +39,7 @@ fn knob<T: std::str::FromStr>(name: &str, default: T) -> T {
     }
 }
 
-pub const PHASES: [&str; 4] = ["floor", "noop", "local", "claims"];
+pub const PHASES: [&str; 5] = ["floor", "noop", "local", "resume", "claims"];
 
 impl Knobs {
     pub fn from_env() -> Self {
@@ -59,6 +60,7 @@ impl Knobs {
             local_n: knob("LBENCH_LOCAL_N", 200),
             local_latency: knob("LBENCH_LOCAL_LATENCY", 60),
             local_rate: knob("LBENCH_LOCAL_RATE", 20.0),
+            resume_n: knob("LBENCH_RESUME_N", 40),
             m: knob("LBENCH_M", 2000),
             lifecycle_m: knob("LBENCH_LIFECYCLE_M", 1000),
             bulk: knob("LBENCH_BULK", 100_000),
@@ -77,7 +79,12 @@ impl Knobs {
             );
         }
         assert!(
-            k.n > 0 && k.reps > 0 && k.local_n > 0 && k.m > 0 && k.lifecycle_m > 0,
+            k.n > 0
+                && k.reps > 0
+                && k.local_n > 0
+                && k.resume_n > 0
+                && k.m > 0
+                && k.lifecycle_m > 0,
             "counts and rates must be positive"
         );
         assert!(k.rate > 0.0 && k.local_rate > 0.0, "rates must be positive");
@@ -115,6 +122,7 @@ pub struct Figures {
     pub local: Vec<f64>,
     pub local_latency: Latency,
     pub local_retries: i64,
+    pub resume_latency: Latency,
     pub claims: ClaimRates,
 }
 
@@ -132,6 +140,7 @@ impl Figures {
             local: Vec::new(),
             local_latency: Latency::default(),
             local_retries: 0,
+            resume_latency: Latency::default(),
             claims: ClaimRates::default(),
         }
     }
@@ -214,6 +223,15 @@ pub fn print(k: &Knobs, figures: &[Figures], took: Duration) {
         cells(&|f| f.local_latency.cell()),
         "",
     );
+    row(
+        &mut out,
+        &format!(
+            "local provider, every snapshot failing recoverably: reply → resume claim offered, ms p50 / p95 / p99 ({} runs, one at a time)",
+            k.resume_n
+        ),
+        cells(&|f| f.resume_latency.cell()),
+        "p99 ≤ 2000",
+    );
     for (kind, m) in [("runtime", k.m), ("lifecycle", k.lifecycle_m)] {
         let empty = |c: &ClaimRates| c.series(kind == "runtime").0.to_vec();
         let loaded = |c: &ClaimRates| c.series(kind == "runtime").1.to_vec();
@@ -274,7 +292,7 @@ pub fn print(k: &Knobs, figures: &[Figures], took: Duration) {
             "- {}: floor [{}] tx/s; provisioning {} runs/s (no-op); no-op releases [{}]/s, \
              {} release calls for {} runs, {} retries; no-op latency over {} runs, max {:.1} ms, \
              at {:.0} suspends/s; local releases [{}]/s, {} retries, latency over {} runs, max \
-             {:.1} ms, at {:.1} suspends/s; runtime claims empty [{}] loaded [{}]; lifecycle claims empty [{}] \
+             {:.1} ms, at {:.1} suspends/s; reply → resume over {} runs, max {:.1} ms; runtime claims empty [{}] loaded [{}]; lifecycle claims empty [{}] \
              loaded [{}]; idle claims none leased [{}] leased [{}]\n",
             db::name(f.backend),
             list(&f.floor),
@@ -291,6 +309,8 @@ pub fn print(k: &Knobs, figures: &[Figures], took: Duration) {
             f.local_latency.n,
             f.local_latency.max,
             f.local_latency.rate,
+            f.resume_latency.n,
+            f.resume_latency.max,
             list(&c.runtime_empty),
             list(&c.runtime_loaded),
             list(&c.lifecycle_empty),
