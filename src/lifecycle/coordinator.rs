@@ -246,6 +246,12 @@ impl Coordinator {
                 self.commit(w, next).await
             }
             Action::AbandonRelease => {
+                if !self.sandbox_ready(w).await {
+                    // An earlier attempt may have released it (its answer or its write lost).
+                    tracing::info!("resuming: the sandbox is not running; finishing the release");
+                    let record = outcome::release_unsettled(w.record.clone());
+                    return self.commit(w, Next::plain(record)).await;
+                }
                 let disposition = w.record.disposition.map_or("none", |d| d.as_str());
                 tracing::info!(disposition, "resuming: the failed release is dropped");
                 let counters = &self.store.metrics().lifecycle;
@@ -334,6 +340,10 @@ impl Coordinator {
                 outcome::release_failed(w.record.clone(), e, now, jitter())?
             }
         };
+        let record = match w.run.state {
+            RunState::Resuming => outcome::hurry(record, now, jitter()),
+            _ => record,
+        };
         let entered = w.record.state != ResourceState::NeedsAttention;
         let record = attention::escalate(record, self.attention, now, jitter())?;
         if entered && record.state == ResourceState::NeedsAttention {
@@ -395,7 +405,10 @@ impl Coordinator {
             Err(e) => {
                 tracing::warn!(error = %e, "{} failed", kind.as_str());
                 self.forget_client_on(&w.record.provider_id, e);
-                let next = outcome::bind_failed(w.record.clone(), kind, e, now, jitter())?;
+                let mut next = outcome::bind_failed(w.record.clone(), kind, e, now, jitter())?;
+                if w.run.state == RunState::Resuming {
+                    next.record = outcome::hurry(next.record, now, jitter());
+                }
                 if next.effect == RunEffect::None {
                     counters.retry(kind.as_str());
                 }

@@ -15,6 +15,9 @@ use crate::domain::SuspensionId;
 use crate::providers::client::ProviderCallError;
 use crate::providers::wire::{SandboxHandle, SandboxReleaseReceipt};
 
+mod handles;
+pub use handles::{bind_mismatched, handle_mismatch, HANDLE_MISMATCH};
+
 pub type OutcomeResult<T> = Result<T, ResourceTransitionError>;
 
 /// A record to write and what the same write does to the run.
@@ -123,6 +126,24 @@ fn schedule_retry(
     record.error = Some(error);
 }
 
+/// A retry for a run whose human is waiting (it resumes) comes within a second, not after
+/// the backoff a suspended run can afford.
+pub fn hurry(
+    mut record: ExecutionResourceRecord,
+    now: DateTime<Utc>,
+    jitter: f64,
+) -> ExecutionResourceRecord {
+    let attempts = u32::try_from(record.retry_count).unwrap_or(u32::MAX);
+    let soon = retry_at(
+        now,
+        rules::with_jitter(rules::urgent_backoff(attempts), jitter),
+    );
+    if record.next_retry_at.is_some_and(|at| at > soon) {
+        record.next_retry_at = Some(soon);
+    }
+    record
+}
+
 pub(super) fn retry_at(now: DateTime<Utc>, delay: std::time::Duration) -> DateTime<Utc> {
     let at = chrono::Duration::from_std(delay)
         .ok()
@@ -151,6 +172,20 @@ pub fn abandon_release(
     clear_retry(&mut record);
     record.bind_idempotency_key = Some(bind_idempotency_key(&record, BindKind::Attach));
     Ok(record)
+}
+
+/// A resuming run's failed release whose sandbox is not running (an earlier attempt may have
+/// done it, its answer or its write lost): the outcome is unknown, so the release is finished
+/// under its key at once, before anything is attached.
+pub fn release_unsettled(mut record: ExecutionResourceRecord) -> ExecutionResourceRecord {
+    record.error = Some(ProviderError {
+        code: "release.unsettled".into(),
+        category: ProviderError::UNCERTAIN.into(),
+        message: "the sandbox is not running; the release may have been done".into(),
+        retryable: true,
+    });
+    record.next_retry_at = None;
+    record
 }
 
 /// The run ended before any provision or restore was attempted: no compute exists.
@@ -382,70 +417,6 @@ pub fn bind_succeeded(
     record.error = None;
     clear_retry(&mut record);
     Ok(record)
-}
-
-/// The code a run fails with when its provider binds a sandbox that is not the one asked for.
-pub const HANDLE_MISMATCH: &str = "sandbox.handle_mismatch";
-
-/// Why a handle cannot be bound to the run (owner, tenant, spec or policy hash differ), or
-/// `None` when it names exactly what was asked for.
-pub fn handle_mismatch(
-    record: &ExecutionResourceRecord,
-    tenant_id: &str,
-    handle: &SandboxHandle,
-) -> Option<String> {
-    let got = &handle.r#ref;
-    let spec = &record.sandbox_spec;
-    let checks = [
-        (
-            "owner_run_id",
-            record.run_id.as_str(),
-            got.owner_run_id.as_str(),
-        ),
-        ("tenant_id", tenant_id, got.tenant_id.as_str()),
-        ("spec_hash", spec.spec_hash.as_str(), got.spec_hash.as_str()),
-        (
-            "policy_hash",
-            spec.policy_hash.as_str(),
-            got.policy_hash.as_str(),
-        ),
-    ];
-    let wrong: Vec<String> = checks
-        .iter()
-        .filter(|(_, want, got)| want != got)
-        .map(|(field, want, got)| format!("{field} is `{got}`, not `{want}`"))
-        .collect();
-    (!wrong.is_empty()).then(|| {
-        format!(
-            "the provider bound sandbox `{}` for another run or policy: {}",
-            got.sandbox_id,
-            wrong.join("; ")
-        )
-    })
-}
-
-/// A handle that is not the run's: the sandbox is bound only so that it can be terminated,
-/// and the run fails with `sandbox.handle_mismatch`; the end of the run then terminates it.
-pub fn bind_mismatched(
-    record: ExecutionResourceRecord,
-    kind: BindKind,
-    handle: &SandboxHandle,
-    why: String,
-) -> OutcomeResult<Next> {
-    let mut record = bind_succeeded(record, kind, handle)?;
-    record.error = Some(ProviderError {
-        code: HANDLE_MISMATCH.into(),
-        category: "integrity".into(),
-        message: why.clone(),
-        retryable: false,
-    });
-    Ok(Next {
-        record,
-        effect: RunEffect::Fail {
-            code: HANDLE_MISMATCH.into(),
-            message: why,
-        },
-    })
 }
 
 /// A provision, restore or attach failed. Retryable: stay and back off. Otherwise the run

@@ -89,6 +89,14 @@ pub fn backoff(retry_count: u32) -> Duration {
     Duration::from_secs(1u64 << exp).min(BACKOFF_CAP)
 }
 
+pub const URGENT_BACKOFF_CAP: Duration = Duration::from_secs(1);
+
+/// While a human waits for a resume: `min(1 s, 250 ms × 2^(retry_count − 1))`.
+pub fn urgent_backoff(retry_count: u32) -> Duration {
+    let exp = retry_count.saturating_sub(1).min(16);
+    (Duration::from_millis(250) * (1u32 << exp)).min(URGENT_BACKOFF_CAP)
+}
+
 /// Applies a jitter factor in `[-1, 1]` scaled to at most ±10 %.
 pub fn with_jitter(delay: Duration, factor: f64) -> Duration {
     let factor = factor.clamp(-1.0, 1.0) * 0.1;
@@ -273,6 +281,9 @@ mod tests {
         let secs: Vec<u64> = (1..=12).map(|n| backoff(n).as_secs()).collect();
         assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
         assert_eq!(backoff(u32::MAX), BACKOFF_CAP);
+        let ms: Vec<u128> = (1..=5).map(|n| urgent_backoff(n).as_millis()).collect();
+        assert_eq!(ms, [250, 500, 1000, 1000, 1000]);
+        assert_eq!(urgent_backoff(u32::MAX), URGENT_BACKOFF_CAP);
         assert_eq!(
             with_jitter(Duration::from_secs(100), 1.0),
             Duration::from_secs(110)

@@ -11,6 +11,8 @@ use super::{assert_gone, running};
 crate::on_both_backends!(
     a_reply_attaches_at_once_while_every_snapshot_fails,
     a_reply_settles_a_lost_release_answer_at_once,
+    a_reply_never_attaches_to_a_sandbox_an_earlier_attempt_released,
+    a_failing_restore_is_retried_within_a_second_while_the_human_waits,
 );
 
 async fn a_reply_attaches_at_once_while_every_snapshot_fails(backend: Backend) {
@@ -79,4 +81,59 @@ async fn a_reply_settles_a_lost_release_answer_at_once(backend: Backend) {
         "v1",
         "restored from the snapshot"
     );
+}
+
+async fn a_reply_never_attaches_to_a_sandbox_an_earlier_attempt_released(backend: Backend) {
+    // The first attempt snapshots and terminates but its answer is lost; the second is
+    // refused with a recoverable error before the provider looks at its key.
+    let ax = ax_with_faults(backend, "release=drop:times=1;release=recoverable:times=2").await;
+    let (session, run, claim, pid) = ax.suspended_with_work().await;
+    assert_eq!(ax.drain().await, 1);
+    assert_eq!(ax.record(&run).await["error"]["category"], "uncertain");
+    ax.advance(2);
+    assert_eq!(ax.drain().await, 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "release_failed", "{record}");
+    assert_ne!(
+        record["error"]["category"], "uncertain",
+        "the last error is a definite one"
+    );
+    assert_gone(pid, "the first attempt had terminated it").await;
+
+    ax.approve(&session).await;
+    assert!(ax.drain().await >= 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "active", "{record}");
+    assert_eq!(record["generation"], claim.generation + 1);
+    assert_ne!(
+        record["sandbox_ref"]["sandbox_id"],
+        claim.sandbox_id.as_str(),
+        "restored, not attached to the terminated sandbox"
+    );
+    assert_eq!(ax.releases("snapshot_and_terminate", "abandoned"), 0);
+    let resumed = ax.claim().await;
+    assert_eq!(ax.sh(&resumed, "cat state.txt").await, "v1");
+}
+
+async fn a_failing_restore_is_retried_within_a_second_while_the_human_waits(backend: Backend) {
+    let ax = ax_with_faults(backend, "restore=recoverable:times=4").await;
+    let (session, run, _claim, _pid) = ax.suspended_with_work().await;
+    assert_eq!(ax.drain().await, 1);
+    ax.approve(&session).await;
+    for attempt in 1..=4 {
+        assert_eq!(ax.drain().await, 1, "restore attempt {attempt}");
+        let record = ax.record(&run).await;
+        assert_eq!(record["state"], "restore_requested", "{record}");
+        let now = ax.app.store().now();
+        let at: chrono::DateTime<chrono::Utc> =
+            serde_json::from_value(record["next_retry_at"].clone()).unwrap();
+        assert!(
+            at - now <= chrono::Duration::milliseconds(1100),
+            "attempt {attempt} waits {} ms",
+            (at - now).num_milliseconds()
+        );
+        ax.advance(2);
+    }
+    assert_eq!(ax.drain().await, 1);
+    assert_eq!(ax.record(&run).await["state"], "active");
 }

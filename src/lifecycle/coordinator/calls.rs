@@ -173,4 +173,19 @@ impl Coordinator {
             _ => None,
         }
     }
+
+    /// Whether the provider reports the record's sandbox ready now: the only evidence on
+    /// which a failed release may be dropped and the sandbox attached.
+    pub(super) async fn sandbox_ready(&self, w: &Work) -> bool {
+        let Some(sandbox) = w.record.sandbox_ref.as_ref() else {
+            return false;
+        };
+        let Ok(client) = self.client(&w.record.provider_id).await else {
+            return false;
+        };
+        matches!(
+            client.inspect(&sandbox.sandbox_id, &self.call_options(w)).await,
+            Ok(info) if info.state == SandboxState::Ready
+        )
+    }
 }
