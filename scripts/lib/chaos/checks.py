@@ -55,9 +55,20 @@ def provider_get(p, path):
         conn.close()
 
 
-def inventory(p):
+def inspect_item(p, sid):
+    status, info = provider_get(p, f"/v3/sandboxes/{sid}")
+    if status == 200:
+        return {"ref": info["ref"], "state": info["state"], "generation": info.get("generation"),
+                "labels": {"owner_run_id": info["ref"].get("owner_run_id"),
+                           "tenant_id": info["ref"].get("tenant_id")}}
+    return {"ref": {"sandbox_id": sid}, "state": f"inspect {status}", "labels": {}}
+
+
+def inventory(p, previous=None):
     """Every sandbox the provider holds: `GET /v3/sandboxes` pages, else its state files, each
-    inspected through the API (so a sandbox whose processes died reads `lost`)."""
+    inspected through the API (so a sandbox whose processes died reads `lost`). With the
+    previous answer of the state-file path, only sandboxes not terminated then are read again
+    (terminated is final)."""
     items, cursor = [], ""
     status, page = provider_get(p, f"/v3/sandboxes?cursor={cursor}&limit=500")
     if status == 200 and isinstance(page, dict) and "items" in page:
@@ -69,15 +80,10 @@ def inventory(p):
             status, page = provider_get(p, f"/v3/sandboxes?cursor={cursor}&limit=500")
             if status != 200:
                 raise RuntimeError(f"provider inventory page failed: {status} {page}")
+    known = {i["ref"]["sandbox_id"]: i for i in previous or [] if i["state"] == "terminated"}
     for f in p.state_files():
         sid = f.stem
-        status, info = provider_get(p, f"/v3/sandboxes/{sid}")
-        if status == 200:
-            items.append({"ref": info["ref"], "state": info["state"], "generation": info.get("generation"),
-                          "labels": {"owner_run_id": info["ref"].get("owner_run_id"),
-                                     "tenant_id": info["ref"].get("tenant_id")}})
-        else:
-            items.append({"ref": {"sandbox_id": sid}, "state": f"inspect {status}", "labels": {}})
+        items.append(known.get(sid) or inspect_item(p, sid))
     return items, "state files + inspect"
 
 
@@ -97,15 +103,16 @@ def settle(ctx, bound, leak_grace):
         time.sleep(1.0)
     settled_at = time.monotonic()
     leak_end = settled_at + leak_grace
-    while time.monotonic() < leak_end and not ctx.stop.hard.is_set():
-        items, _ = inventory(ctx.provider)
-        if not any(i["state"] != "terminated" for i in items):
+    items = None
+    while not ctx.stop.hard.is_set():
+        items, _ = inventory(ctx.provider, items)
+        if not any(i["state"] != "terminated" for i in items) or time.monotonic() >= leak_end:
             break
         time.sleep(1.0)
-    return settled_at - t0, time.monotonic() - settled_at
+    return settled_at - t0, time.monotonic() - settled_at, items
 
 
-def check(ctx):
+def check(ctx, previous=None):
     pg, stats = ctx.pg, ctx.stats
     runs = {r["id"]: r for r in pg.psql_json(q_runs(ctx.tenant))}
     recs = {r["run_id"]: r for r in pg.psql_json(Q_RECORDS)}
@@ -120,7 +127,7 @@ def check(ctx):
     ev = Counter()
     for e in pg.psql_json(Q_EVENTS):
         ev[(e["type"], e["iid"] or e["rid"])] += e["n"]
-    items, source = inventory(ctx.provider)
+    items, source = inventory(ctx.provider, previous)
     found = {"source": source, "lost": [], "double": [], "leaked": [], "false_released": [], "stuck": []}
 
     for t in list(stats.tracks.values()):

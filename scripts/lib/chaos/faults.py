@@ -76,14 +76,16 @@ class ProviderChaos(threading.Thread):
         """While the provider is down: a live sandbox of an unfinished run loses its state file
         (and its processes, which nothing could find again)."""
         candidates = []
-        for f in self.p.state_files():
+        with self.ctx.stats.lock:
+            live = [(t.sandbox_id, t.run_id) for t in self.ctx.stats.tracks.values()
+                    if t.done_at is None and t.sandbox_id]
+        for sid, owner in live:
+            f = self.p.root / "state" / "sandboxes" / f"{sid}.json"
             try:
                 rec = json.loads(f.read_text())
             except (OSError, ValueError):
                 continue
-            owner = rec.get("ref", {}).get("owner_run_id")
-            t = self.ctx.stats.get(owner)
-            if rec.get("state") == "ready" and t is not None and t.done_at is None:
+            if rec.get("state") == "ready" and rec.get("ref", {}).get("owner_run_id") == owner:
                 candidates.append((f, rec, owner))
         if not candidates:
             self.ctx.stats.inc("forget_no_candidate")
@@ -97,7 +99,7 @@ class ProviderChaos(threading.Thread):
 
     def stop(self):
         self.done.set()
-        self.join(timeout=60)
+        self.join(timeout=20)
 
 
 def create_outside_sandbox(provider, seed, n, tenant):
@@ -152,4 +154,4 @@ class ReplicaKiller(threading.Thread):
 
     def stop(self):
         self.done.set()
-        self.join(timeout=60)
+        self.join(timeout=20)

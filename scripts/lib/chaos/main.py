@@ -119,7 +119,7 @@ def main(argv):
         for th in runtimes + humans + [pchaos, killer]:
             th.start()
         t_run = time.monotonic()
-        run_budget = (a.deadline - 75) if a.short else (a.deadline - 240)
+        run_budget = (a.deadline - 85) if a.short else (a.deadline - 240)
         ctx.progress_until(lambda: all(not h.is_alive() for h in humans),
                            t_start + run_budget)
         stop.soft.set()
@@ -133,11 +133,11 @@ def main(argv):
         provider.stop()
         provider.start("")
         t_settle = time.monotonic()
-        ctx.progress_until(lambda: all(not h.is_alive() for h in humans), t_settle + (30 if a.short else 120))
-        wait_secs, leak_secs = settle(ctx, 25 if a.short else 120, 10 if a.short else 60)
+        ctx.progress_until(lambda: all(not h.is_alive() for h in humans), t_settle + (25 if a.short else 120))
+        wait_secs, leak_secs, items = settle(ctx, 25 if a.short else 120, 10 if a.short else 60)
         settle_secs = time.monotonic() - t_settle
         stop.hard.set()
-        found = check(ctx)
+        found = check(ctx, items)
         code = report(ctx, found, {"run": run_secs, "settle": settle_secs, "settle_wait": wait_secs,
                                    "leak_wait": leak_secs, "total": time.monotonic() - t_start,
                                    "phases": pchaos.phase_log}, work / "logs" / "report.json")

@@ -134,6 +134,8 @@ class Runtime(threading.Thread):
             t = self.ctx.adopt(run)
         with self.stats.lock:
             t.claims.append((now, c["kind"], run["state"], token, self.wid))
+            if c.get("sandbox"):
+                t.sandbox_id = c["sandbox"]["ref"]["sandbox_id"]
         self.stats.note("claim", run_id=rid, claim=c["kind"], state=run["state"], token=token, worker=self.wid)
         if c["kind"] == "resume" and run["state"] == "resuming":
             self.stats.resume_claimed(t, now)

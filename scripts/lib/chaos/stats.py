@@ -44,6 +44,7 @@ class Track:
         self.final_status = None
         self.stale_done = False
         self.exec_marker = None
+        self.sandbox_id = None
         self.exec_checked = None
         self.notes = []
         self.created_at = time.monotonic()
@@ -71,7 +72,14 @@ class Stats:
             self.counts[name] += n
 
     def track(self, t):
+        """Registers a run; what runtimes already saw of it (a claim can beat its creator's
+        registration) is kept."""
         with self.lock:
+            old = self.tracks.get(t.run_id)
+            if old is not None:
+                for f in ("claims", "resume_claim_at", "suspend_ok", "resumed_ok", "completed", "stale_done",
+                          "exec_marker", "exec_checked", "sandbox_id"):
+                    setattr(t, f, getattr(old, f))
             self.tracks[t.run_id] = t
 
     def get(self, run_id):
