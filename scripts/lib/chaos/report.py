@@ -4,6 +4,8 @@ and the exit status (1 when an invariant does not hold or approve_to_resume p99 
 import json
 import sys
 
+import faultlog
+
 from stats import percentile
 
 P99_LIMIT_MS = 2000
@@ -60,6 +62,10 @@ def report(ctx, found, timing, path):
     err("  service-side effects (execution-resource history, state entered / error code):")
     for e in found["resource_events"]:
         err(f"    {e['type']:<32} {e['code'] or '-':<36} {e['n']}")
+    calls = faultlog.count(path.parent)
+    err("  failed provider calls the replicas logged (call / kind):")
+    for (call, kind), n in sorted(calls.items(), key=lambda x: -x[1]):
+        err(f"    {call:<10} {kind:<44} {n}")
     err("  run outcomes (state / error code):")
     for e in found["run_outcomes"]:
         err(f"    {e['state']:<12} {e['code'] or '-':<36} {e['n']}")
@@ -82,6 +88,7 @@ def report(ctx, found, timing, path):
     with open(path, "w") as f:
         json.dump({"summary": summary, "figures": figures, "approve_to_resume_ms": {"p50": p50, "p99": p99,
                    "samples": len(a2r)}, "timing": timing, "counters": dict(c),
+                   "failed_provider_calls": {f"{k[0]} / {k[1]}": v for k, v in calls.items()},
                    "found": {k: v for k, v in found.items()}, "forgotten": ctx.forgotten,
                    "outside": ctx.outside, "stale_accepted": stats.stale_accepted,
                    "five_xx": [(m, p, r, s, b.decode("utf-8", "replace")) for m, p, r, s, b in stats.five_xx]},
