@@ -2,7 +2,6 @@
 print one summary line (stdout) and exit non-zero when an invariant does not hold."""
 
 import argparse
-import json
 import os
 import random
 import secrets
@@ -11,7 +10,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
