@@ -1,0 +1,240 @@
+"""The processes of a chaos run: PostgreSQL, the reference provider, the service replicas."""
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+PG_SH = REPO / "scripts" / "lib" / "pg.sh"
+
+
+class StartError(RuntimeError):
+    pass
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def get(port, path, token=None, timeout=2.0):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        conn.request("GET", path, headers=headers)
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+def tail(path, lines=40):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            data = f.read().decode("utf-8", "replace").splitlines()
+        return "\n".join(data[-lines:])
+    except OSError as e:
+        return f"(no log: {e})"
+
+
+class Postgres:
+    def __init__(self, work):
+        self.dir = work / "pg"
+        self.port = free_port()
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+        self.started = False
+
+    def _sh(self, fn, *args):
+        cmd = f'. "{PG_SH}"; {fn} "$@"'
+        return subprocess.run(["bash", "-c", cmd, "pg", *args], capture_output=True, text=True)
+
+    def start(self):
+        r = self._sh("pg_start", str(self.dir), str(self.port))
+        self.started = True
+        if r.returncode != 0:
+            raise StartError(f"PostgreSQL did not start: {r.stderr.strip()}\n{tail(self.dir / 'log')}")
+
+    def stop(self):
+        if self.started:
+            self._sh("pg_stop", str(self.dir))
+            self.started = False
+
+    def psql_json(self, sql):
+        """Runs a query returning one JSON value."""
+        r = subprocess.run(
+            ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(self.port),
+             "-U", "postgres", "-d", "postgres", "-c", sql],
+            capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError(f"psql failed: {r.stderr.strip()}\nquery: {sql}")
+        out = r.stdout.strip()
+        return json.loads(out) if out else None
+
+    def log(self):
+        return self.dir / "log"
+
+
+class Managed:
+    """A process we start, kill and restart on the same port; its log is appended to."""
+
+    def __init__(self, name, log, port):
+        self.name = name
+        self.log = log
+        self.port = port
+        self.proc = None
+        self.up = False
+        self.generation = 0
+        self.kills = []
+        self.lock = threading.Lock()
+
+    def _spawn(self, argv, env):
+        with open(self.log, "ab") as out:
+            out.write(f"\n=== chaos: starting {self.name} at {time.time():.3f}: {' '.join(argv)}\n".encode())
+            out.flush()
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=env, start_new_session=True)
+
+    def wait_ready(self, probe, timeout=30.0):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise StartError(f"{self.name} exited with {self.proc.returncode}\n{tail(self.log)}")
+            try:
+                if probe():
+                    with self.lock:
+                        self.generation += 1
+                        self.up = True
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise StartError(f"{self.name} was not ready within {timeout:.0f}s\n{tail(self.log)}")
+
+    def kill(self, sig=signal.SIGKILL):
+        with self.lock:
+            self.up = False
+            self.kills.append(time.monotonic())
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=5)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.up = False
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=8)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(timeout=5)
+
+    def killed_between(self, t0, t1):
+        with self.lock:
+            return any(t0 <= k <= t1 for k in self.kills)
+
+
+class Provider(Managed):
+    def __init__(self, work, bin_dir, token, secret):
+        super().__init__("provider", work / "logs" / "provider.log", free_port())
+        self.bin = bin_dir / "sagents-local-provider"
+        self.root = work / "provider"
+        self.token = token
+        self.secret = secret
+        self.spec = ""
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def start(self, spec=""):
+        self.spec = spec
+        argv = [str(self.bin), "serve", "--listen", f"127.0.0.1:{self.port}", "--root", str(self.root),
+                "--token", self.token, "--grant-secret", self.secret]
+        if spec:
+            argv.append(f"--fault-injection={spec}")
+        env = dict(os.environ, RUST_LOG=os.environ.get("CHAOS_PROVIDER_LOG", "info"))
+        self._spawn(argv, env)
+        self.wait_ready(lambda: get(self.port, "/v3/capabilities", self.token)[0] == 200)
+
+    def fault_help(self):
+        r = subprocess.run([str(self.bin), "serve", "--help"], capture_output=True, text=True)
+        return r.stdout
+
+    def state_files(self):
+        d = self.root / "state" / "sandboxes"
+        return sorted(d.glob("*.json")) if d.exists() else []
+
+
+class Replica(Managed):
+    def __init__(self, index, work, bin_dir, env, args):
+        super().__init__(f"replica-{index}", work / "logs" / f"replica-{index}.log", free_port())
+        self.index = index
+        self.bin = bin_dir / "sagents"
+        self.env = env
+        self.args = args
+
+    def start(self):
+        argv = [str(self.bin), "serve", "--listen", f"127.0.0.1:{self.port}", *self.args]
+        self._spawn(argv, self.env)
+        self.wait_ready(lambda: get(self.port, "/readyz")[0] == 200)
+
+
+def kill_sandbox_processes(root):
+    """SIGKILLs every process group whose working directory lies under the provider's root."""
+    root = str(Path(root).resolve())
+    killed = 0
+    for pid_dir in Path("/proc").iterdir():
+        if not pid_dir.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(pid_dir / "cwd")
+        except OSError:
+            continue
+        if cwd == root or cwd.startswith(root + "/"):
+            pid = int(pid_dir.name)
+            try:
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed
+
+
+def kill_group_of_state(path):
+    """Kills the process group a provider state file names, if its leader still lives."""
+    try:
+        rec = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return False
+    leader = rec.get("leader") or {}
+    pid, start = leader.get("pid"), leader.get("start_time")
+    if not pid:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rfind(")") + 1:].split()
+        if fields[0] in ("Z", "X", "x") or int(fields[19]) != start:
+            return False
+        os.killpg(pid, signal.SIGKILL)
+        return True
+    except (OSError, ValueError, IndexError):
+        return False

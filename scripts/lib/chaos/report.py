@@ -1,0 +1,107 @@
+"""The end of a chaos run: details on stderr and in report.json, one summary line on stdout,
+and the exit status (1 when an invariant does not hold or approve_to_resume p99 > 2 s)."""
+
+import json
+import sys
+
+import faultlog
+
+from stats import percentile
+
+P99_LIMIT_MS = 2000
+
+
+def err(msg=""):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def show(title, rows, limit=10):
+    if not rows:
+        return
+    err(f"  {title} ({len(rows)}):")
+    for row in rows[:limit]:
+        err(f"    {row}")
+    if len(rows) > limit:
+        err(f"    ... {len(rows) - limit} more in report.json")
+
+
+def report(ctx, found, timing, path):
+    stats = ctx.stats
+    c = stats.counts
+    samples = sorted(stats.approve_to_resume_samples(), key=lambda x: x[0])
+    a2r = [x * 1000 for x, _ in samples]
+    slowest = [(f"{x * 1000:.0f}ms", t.run_id, t.variant, t.flags) for x, t in samples[-8:][::-1]]
+    p50, p99 = percentile(a2r, 50), percentile(a2r, 99)
+    figures = {
+        "cycles": found["cycles"],
+        "lost_interactions": len(found["lost"]),
+        "double_answers": len(found["double"]),
+        "leaked_sandboxes": len(found["leaked"]),
+        "false_released": len(found["false_released"]),
+        "stuck_runs": len(found["stuck"]),
+        "stale_writes_accepted": len(stats.stale_accepted),
+        "5xx_outside_kills": c["5xx_outside_kills"],
+    }
+    err("")
+    err(f"chaos: seed {ctx.seed}; run {timing['run']:.0f}s, settle {timing['settle']:.0f}s "
+        f"(records {timing['settle_wait']:.0f}s, leaks {timing['leak_wait']:.0f}s), total {timing['total']:.0f}s")
+    err(f"  cycles by outcome: {dict(found['cycle_outcomes'])}; of {c['cycles_started']} started "
+        f"({c['cycles_abandoned']} abandoned by their human, {c['cycles_errored']} errored, "
+        f"{c['cycles_timed_out']} timed out)")
+    err(f"  approve_to_resume: {len(a2r)} samples, p50 {p50:.0f} ms, p90 {percentile(a2r, 90):.0f} ms, "
+        f"p99 {p99:.0f} ms, max {max(a2r or [0]):.0f} ms, {sum(1 for x in a2r if x > P99_LIMIT_MS)} above {P99_LIMIT_MS} ms")
+    err(f"  kills: {c['replica_kills']} replicas, {c['provider_kills']} provider; "
+        f"{c['provider_forgot_sandbox']} sandboxes forgotten by the provider, "
+        f"{c['outside_sandboxes']} created outside any record")
+    err(f"  provider inventory read from: {found['source']}; {found['items']} sandboxes, "
+        f"by state {dict(found['live_at_provider'])}")
+    err(f"  stale writes tried: {c['stale_writes_tried']}, accepted: {len(stats.stale_accepted)}")
+    err(f"  5xx: {c['5xx_during_kills']} during kills, {c['5xx_outside_kills']} outside; connection errors: "
+        f"{c['conn_errors_during_kills']} during kills, {c['conn_errors_stale_keepalive']} on idle keep-alives, "
+        f"{c['conn_errors_unexplained']} unexplained")
+    err("  service-side effects (execution-resource history, state entered / error code):")
+    for e in found["resource_events"]:
+        err(f"    {e['type']:<32} {e['code'] or '-':<36} {e['n']}")
+    calls = faultlog.count(path.parent)
+    err("  failed provider calls the replicas logged (call / kind):")
+    for (call, kind), n in sorted(calls.items(), key=lambda x: -x[1]):
+        err(f"    {call:<10} {kind:<44} {n}")
+    err("  run outcomes (state / error code):")
+    for e in found["run_outcomes"]:
+        err(f"    {e['state']:<12} {e['code'] or '-':<36} {e['n']}")
+    err(f"  approved (2xx) but failed on resume, by error code: {dict(found['approved_then_failed'])}")
+    err("  counters: " + ", ".join(f"{k}={v}" for k, v in sorted(c.items())))
+    show("slowest approve_to_resume (ms, run, variant, flags)", slowest)
+    show("lost interactions", found["lost"])
+    show("double answers", found["double"])
+    show("leaked sandboxes (sandbox, owner, state, why, record state)", found["leaked"])
+    show("false released (run, sandbox, record state, provider state)", found["false_released"])
+    show("stuck runs (run, state, record state, record error)", found["stuck"])
+    show("stale writes accepted", stats.stale_accepted)
+    show("5xx outside kills", stats.five_xx)
+    show("records not settled", found["unsettled_records"])
+    show("sandboxes the provider forgot (sandbox, run, run state, error code)", found["forgotten"])
+    if ctx.outside:
+        show("sandboxes created outside any record (sandbox, owner)", ctx.outside)
+
+    summary = "chaos: " + " ".join(f"{k}={v}" for k, v in figures.items()) + f" approve_to_resume_p99={p99:.0f}ms"
+    with open(path, "w") as f:
+        json.dump({"summary": summary, "figures": figures, "approve_to_resume_ms": {"p50": p50, "p99": p99,
+                   "samples": len(a2r)}, "timing": timing, "counters": dict(c),
+                   "failed_provider_calls": {f"{k[0]} / {k[1]}": v for k, v in calls.items()},
+                   "found": {k: v for k, v in found.items()}, "forgotten": ctx.forgotten,
+                   "outside": ctx.outside, "stale_accepted": stats.stale_accepted,
+                   "five_xx": [(m, p, r, s, b.decode("utf-8", "replace")) for m, p, r, s, b in stats.five_xx]},
+                  f, indent=1, default=str)
+    print(summary, flush=True)
+    bad = [k for k, v in figures.items() if k != "cycles" and v]
+    if p99 > P99_LIMIT_MS:
+        bad.append(f"approve_to_resume_p99 above {P99_LIMIT_MS} ms")
+    if found["cycles"] < ctx.a.cycles:
+        bad.append(f"only {found['cycles']} of {ctx.a.cycles} cycles ended")
+    if not a2r:
+        bad.append("no approve_to_resume sample")
+    if bad:
+        err("chaos: FAILED: " + "; ".join(bad))
+        return 1
+    return 0
