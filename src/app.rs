@@ -41,8 +41,9 @@ pub const IDEMPOTENCY_MAX_AGE_HOURS: i64 = 24;
 /// How long in-flight lifecycle work may run on after shutdown before its lease is handed
 /// back (the work is level-triggered: another replica or the next start picks it up).
 pub const LIFECYCLE_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-/// How long the reconciler's lease outlives its interval, so a live holder keeps it.
-pub const RECONCILER_LEASE_MARGIN: Duration = Duration::from_secs(60);
+/// The reconciler's lease lasts three intervals (at least this), so a live holder keeps it
+/// and another replica takes over soon after the holder dies.
+pub const RECONCILER_LEASE_MIN: Duration = Duration::from_secs(6);
 
 pub struct Application {
     listener: TcpListener,
@@ -211,7 +212,7 @@ fn start_lifecycle_pool(state: &AppState) -> WorkerPool {
     let mut config = PoolConfig::new(
         replica,
         usize::try_from(state.config.workers).unwrap_or(1),
-        Duration::from_secs(state.config.lease_ttl_seconds),
+        Duration::from_secs(state.config.lifecycle_lease_ttl_seconds),
     );
     config.shutdown_grace = LIFECYCLE_SHUTDOWN_GRACE;
     config.batch = state.config.worker_batch;
@@ -255,16 +256,16 @@ fn spawn_background_tasks(state: &AppState) -> Vec<JoinHandle<()>> {
 }
 
 /// Every `reconcile_interval_seconds`, a pass by whichever replica holds the reconciler's
-/// lease; the lease outlives the interval so the holder keeps it while it lives.
+/// lease.
 fn start_reconciler(state: &AppState) -> JoinHandle<()> {
     let interval = Duration::from_secs(state.config.reconcile_interval_seconds);
     let mut reconciler =
         Reconciler::new(state.store.clone(), state.providers.clone(), replica_id());
-    reconciler.checkpoint_grace = chrono::Duration::seconds(
-        i64::try_from(state.config.checkpoint_grace_seconds).unwrap_or(i64::MAX),
-    );
+    let seconds = |s: u64| chrono::Duration::seconds(i64::try_from(s).unwrap_or(i64::MAX));
+    reconciler.checkpoint_grace = seconds(state.config.checkpoint_grace_seconds);
+    reconciler.min_age = seconds(state.config.reconcile_min_age_seconds);
     let reconciler = Arc::new(reconciler);
-    let ttl = chrono::Duration::from_std(interval + RECONCILER_LEASE_MARGIN)
+    let ttl = chrono::Duration::from_std((interval * 3).max(RECONCILER_LEASE_MIN))
         .unwrap_or(chrono::Duration::hours(1));
     every(interval, state, move |_| {
         let reconciler = reconciler.clone();

@@ -117,6 +117,12 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(3..=3600))]
     pub lease_ttl_seconds: u64,
 
+    /// Lifetime of the lease a lifecycle worker holds on a run while it calls the provider
+    /// (renewed every third of it): how soon another replica takes over from a dead one.
+    #[arg(long, env = "SAGENTS_LIFECYCLE_LEASE_TTL_SECONDS", default_value_t = 30, global = true,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub lifecycle_lease_ttl_seconds: u64,
+
     /// Longest `wait_seconds` a long-poll may ask for.
     #[arg(long, env = "SAGENTS_LONG_POLL_MAX_SECONDS", default_value_t = 60, global = true,
           value_parser = clap::value_parser!(u64).range(0..=3600))]
@@ -152,6 +158,12 @@ pub struct Config {
           global = true, value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub reconcile_interval_seconds: u64,
 
+    /// A sandbox of an existing run that no record names is left alone this long before the
+    /// reconciler calls it an orphan.
+    #[arg(long, env = "SAGENTS_RECONCILE_MIN_AGE_SECONDS", default_value_t = 600,
+          global = true, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub reconcile_min_age_seconds: u64,
+
     /// How long a finished run's checkpoints are kept before they are deleted.
     #[arg(long, env = "SAGENTS_CHECKPOINT_GRACE_SECONDS", default_value_t = 86_400,
           global = true, value_parser = clap::value_parser!(u64).range(0..=31_536_000))]
@@ -176,12 +188,14 @@ impl Config {
             workers: 8,
             worker_batch: 16,
             lease_ttl_seconds: 30,
+            lifecycle_lease_ttl_seconds: 30,
             long_poll_max_seconds: 60,
             body_limit_bytes: 1_048_576,
             grant_secret: None,
             release_attempt_budget: 10,
             attention_retry_seconds: 900,
             reconcile_interval_seconds: 300,
+            reconcile_min_age_seconds: 600,
             checkpoint_grace_seconds: 86_400,
             log_format: LogFormat::Pretty,
         }
@@ -227,6 +241,10 @@ mod tests {
         assert_eq!(cli.config.workers, d.workers);
         assert_eq!(cli.config.worker_batch, d.worker_batch);
         assert_eq!(cli.config.lease_ttl_seconds, d.lease_ttl_seconds);
+        assert_eq!(
+            cli.config.lifecycle_lease_ttl_seconds,
+            d.lifecycle_lease_ttl_seconds
+        );
         assert_eq!(cli.config.long_poll_max_seconds, d.long_poll_max_seconds);
         assert_eq!(cli.config.body_limit_bytes, d.body_limit_bytes);
         assert_eq!(cli.config.release_attempt_budget, d.release_attempt_budget);

@@ -15,7 +15,7 @@ from procs import StartError, kill_group_of_state
 PHASES = [
     ("snapshot_recoverable", "snapshot=fail:p=0.3"),
     ("drop", "release=drop:p=0.15;provision=drop:p=0.05;restore=drop:p=0.08;attach=drop:p=0.1;inspect=drop:p=0.1"),
-    ("terminal", "release=terminal:p=0.05;snapshot=fail:p=0.08;resume=fail:p=0.5"),
+    ("terminal", "release=terminal:p=0.05;release=forget:p=0.03;snapshot=fail:p=0.08;resume=fail:p=0.5"),
     ("refused", "release=refused:p=0.2;restore=refused:p=0.03;attach=refused:p=0.05"),
     ("unconfirmed", "release=unconfirmed:p=0.25"),
     ("delay", "release=delay_ms=400:p=0.3;restore=delay_ms=300:p=0.3;provision=delay_ms=250:p=0.3;"

@@ -95,6 +95,7 @@ def main(argv):
                   "frontend": token(a.bin_dir, env, "frontend", tenant),
                   "runtime": token(a.bin_dir, env, "runtime", tenant)}
         args = ["--lease-ttl-seconds", str(a.lease_ttl), "--long-poll-max-seconds", "3", "--workers", "4",
+                "--lifecycle-lease-ttl-seconds", "1", "--reconcile-interval-seconds", "2", "--reconcile-min-age-seconds", "20",
                 "--log-format", "json"]
         replicas = [Replica(i, work, a.bin_dir, env, args) for i in range(a.replicas)]
         svc = Service(replicas, stats, stop)
