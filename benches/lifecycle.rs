@@ -90,18 +90,32 @@ async fn noop_phase(db: &Db, k: &Knobs, f: &mut Figures) {
     f.noop_retries = metrics.release_retry_count;
 }
 
-async fn local_phase(db: &Db, k: &Knobs, f: &mut Figures) {
+/// The local provider on a temporary root, registered; `faults` is its fault injection spec.
+async fn local_provider_for(
+    db: &Db,
+    faults: Option<&str>,
+) -> (
+    tempfile::TempDir,
+    local_provider::LocalProvider,
+    KillSandboxes,
+) {
     let root = tempfile::Builder::new()
         .prefix("sagents-lbench-local-")
         .tempdir()
         .expect("a temp dir");
     let mut config = local_provider::Config::for_root(root.path());
     config.token = Some(PROVIDER_TOKEN.into());
+    config.fault_injection = faults.map(str::to_owned);
     let provider = local_provider::serve(config)
         .await
         .expect("serve the local provider");
-    let _kill = KillSandboxes(provider.engine().clone());
+    let kill = KillSandboxes(provider.engine().clone());
     register(&db.store, local_provider::PROVIDER_ID, &provider.base_url()).await;
+    (root, provider, kill)
+}
+
+async fn local_phase(db: &Db, k: &Knobs, f: &mut Figures) {
+    let (_root, provider, _kill) = local_provider_for(db, None).await;
     let coordinator = Arc::new(Coordinator::new(db.store.clone(), "bench"));
     let total = k.reps * k.local_n + k.local_latency;
     let (claimed, _) = drive::prepare(db, &coordinator, local_provider::PROVIDER_ID, total).await;
@@ -120,18 +134,7 @@ async fn local_phase(db: &Db, k: &Knobs, f: &mut Figures) {
 
 /// Every snapshot fails and the sandbox runs again: a reply must not wait on the backoff.
 async fn resume_phase(db: &Db, k: &Knobs, f: &mut Figures) {
-    let root = tempfile::Builder::new()
-        .prefix("sagents-lbench-resume-")
-        .tempdir()
-        .expect("a temp dir");
-    let mut config = local_provider::Config::for_root(root.path());
-    config.token = Some(PROVIDER_TOKEN.into());
-    config.fault_injection = Some("snapshot=fail".into());
-    let provider = local_provider::serve(config)
-        .await
-        .expect("serve the local provider");
-    let _kill = KillSandboxes(provider.engine().clone());
-    register(&db.store, local_provider::PROVIDER_ID, &provider.base_url()).await;
+    let (_root, provider, _kill) = local_provider_for(db, Some("snapshot=fail")).await;
     let coordinator = Arc::new(Coordinator::new(db.store.clone(), "bench"));
     let (claimed, _) =
         drive::prepare(db, &coordinator, local_provider::PROVIDER_ID, k.resume_n).await;

@@ -14,7 +14,9 @@ use crate::domain::resource::{ResourceState, RunEffect};
 use crate::domain::sandbox::ReleaseDisposition;
 use crate::domain::RunId;
 use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient};
-use crate::providers::wire::{InventoryItem, ReleaseRequest, ReleaseSpec, RequestContext};
+use crate::providers::wire::{
+    InventoryItem, InventoryLabels, ReleaseRequest, ReleaseSpec, RequestContext,
+};
 use crate::store::{RunView, Store, StoreError};
 
 /// The name of the reconciler's singleton lease.
@@ -107,11 +109,7 @@ impl Reconciler {
             return Ok(false);
         }
         let items = client.inventory_all(&opts).await?;
-        let owners: Vec<&str> = items
-            .iter()
-            .map(|i| i.labels.owner_run_id.as_str())
-            .collect();
-        let views = self.store.reconcile_view(&owners).await?;
+        let views = self.views(items.iter().map(|i| &i.labels)).await?;
         let now = self.store.now();
         for item in &items {
             match reconcile::judge(
@@ -137,6 +135,15 @@ impl Reconciler {
             report.checkpoints_deleted += self.expire_checkpoints(&client).await?;
         }
         Ok(true)
+    }
+
+    /// The runs that listed items name, by id.
+    async fn views(
+        &self,
+        labels: impl Iterator<Item = &InventoryLabels>,
+    ) -> Result<HashMap<String, RunView>, ReconcileError> {
+        let owners: Vec<&str> = labels.map(|l| l.owner_run_id.as_str()).collect();
+        Ok(self.store.reconcile_view(&owners).await?)
     }
 
     /// The sandbox still holds compute and its run's fresh view still disowns it.
@@ -258,11 +265,7 @@ impl Reconciler {
     async fn expire_checkpoints(&self, client: &ProviderClient) -> Result<usize, ReconcileError> {
         let opts = CallOptions::default();
         let items = client.checkpoints_all(&opts).await?;
-        let owners: Vec<&str> = items
-            .iter()
-            .map(|i| i.labels.owner_run_id.as_str())
-            .collect();
-        let views = self.store.reconcile_view(&owners).await?;
+        let views = self.views(items.iter().map(|i| &i.labels)).await?;
         let now = self.store.now();
         let mut deleted = 0;
         for item in &items {
