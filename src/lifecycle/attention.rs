@@ -30,7 +30,11 @@ impl Default for AttentionPolicy {
     }
 }
 
-/// A release still failing after its budget enters `needs_attention`; once there, every
+/// A release needs attention only after failing this long, however many attempts it made.
+pub const ATTENTION_MIN_FAILING: chrono::Duration = chrono::Duration::minutes(10);
+
+/// A release still failing after its budget (and at least [`ATTENTION_MIN_FAILING`]) enters
+/// `needs_attention`; once there, every
 /// retry waits `retry_every` instead of the backoff. Other records are returned unchanged.
 pub fn escalate(
     mut record: ExecutionResourceRecord,
@@ -39,7 +43,10 @@ pub fn escalate(
     jitter: f64,
 ) -> OutcomeResult<ExecutionResourceRecord> {
     let budget = i64::from(policy.attempt_budget.max(1));
-    if record.state == ResourceState::ReleaseFailed && record.retry_count >= budget {
+    // Quick retries (a resume waiting) use the attempts up long before the backoff would.
+    let failing_since = record.release_requested_at.unwrap_or(now);
+    let long_enough = now - failing_since >= ATTENTION_MIN_FAILING;
+    if record.state == ResourceState::ReleaseFailed && record.retry_count >= budget && long_enough {
         record.state = record.state.next(ResourceEvent::AttentionNeeded)?;
     }
     if record.state == ResourceState::NeedsAttention {
@@ -204,6 +211,7 @@ mod tests {
         let mut r = attention(ReleaseDisposition::SnapshotAndTerminate);
         r.state = ResourceState::ReleaseFailed;
         r.retry_count = retry_count;
+        r.release_requested_at = Some(Utc::now() - chrono::Duration::hours(1));
         r.error = Some(ProviderError {
             code: "sandbox.snapshot_failed".into(),
             category: "internal".into(),
@@ -241,6 +249,13 @@ mod tests {
             Some(crate::clock::truncate_ms(
                 now + chrono::Duration::seconds(660)
             ))
+        );
+        let mut quick = failing(3);
+        quick.release_requested_at = Some(now - chrono::Duration::seconds(20));
+        assert_eq!(
+            escalate(quick, policy, now, 0.0).unwrap().state,
+            ResourceState::ReleaseFailed,
+            "attempts spent in seconds, while a resume waits, are not yet a case for an operator"
         );
         let mut active = failing(50);
         active.state = ResourceState::Active;

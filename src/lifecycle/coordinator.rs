@@ -324,7 +324,8 @@ impl Coordinator {
             _ if evidence.is_some() => {
                 let evidence = evidence.as_deref().unwrap_or_default();
                 tracing::info!(%evidence, "release settled by inspect");
-                outcome::release_confirmed_by_inspect(w.record.clone(), evidence, now)?
+                let receipt = result.as_ref().ok();
+                outcome::release_confirmed_by_inspect(w.record.clone(), evidence, receipt, now)?
             }
             Ok(receipt) => {
                 tracing::info!(duplicate = receipt.duplicate, "release answered");

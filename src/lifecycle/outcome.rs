@@ -301,12 +301,21 @@ pub fn release_answered(
 pub fn release_confirmed_by_inspect(
     mut record: ExecutionResourceRecord,
     evidence: &str,
+    receipt: Option<&SandboxReleaseReceipt>,
     now: DateTime<Utc>,
 ) -> OutcomeResult<ExecutionResourceRecord> {
     record.state = record.state.next(ResourceEvent::ReleaseConfirmed)?;
     record.compute_released = false;
     record.released_at = Some(now);
-    if record.release_purpose != Some(ReleasePurpose::Reconcile) {
+    // An unconfirmed snapshot receipt may still name the checkpoint it took.
+    let taken = receipt
+        .filter(|r| {
+            ReleaseDisposition::from(r.disposition) == ReleaseDisposition::SnapshotAndTerminate
+        })
+        .and_then(|r| r.checkpoint.clone());
+    if let Some(checkpoint) = taken {
+        record.sandbox_checkpoint = Some(checkpoint.into());
+    } else if record.release_purpose != Some(ReleasePurpose::Reconcile) {
         // A snapshot that was asked for and never taken is lost with the sandbox.
         record.checkpoint_lost |=
             record.disposition == Some(ReleaseDisposition::SnapshotAndTerminate);

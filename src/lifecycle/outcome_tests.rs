@@ -446,7 +446,7 @@ mod bind;
 fn an_inspect_can_confirm_a_terminate_and_keeps_a_forced_one_reason() {
     let (r, _, requested) = releasing(ReleaseDisposition::Terminate);
     let t = requested + Duration::seconds(3);
-    let done = release_confirmed_by_inspect(r, "inspect reports it terminated", t).unwrap();
+    let done = release_confirmed_by_inspect(r, "inspect reports it terminated", None, t).unwrap();
     assert_eq!(done.state, ResourceState::Released);
     assert!(!done.compute_released, "no receipt said so");
     assert_eq!(done.released_at, Some(t));
@@ -454,7 +454,8 @@ fn an_inspect_can_confirm_a_terminate_and_keeps_a_forced_one_reason() {
 
     let (r, _, requested) = releasing(ReleaseDisposition::SnapshotAndTerminate);
     let forced = release_failed(r, &terminal(), requested, 0.0).unwrap();
-    let done = release_confirmed_by_inspect(forced, "the provider knows it no more", t).unwrap();
+    let done =
+        release_confirmed_by_inspect(forced, "the provider knows it no more", None, t).unwrap();
     let error = done.error.unwrap();
     assert_eq!(
         error.code, "sandbox.lost",
@@ -464,5 +465,5 @@ fn an_inspect_can_confirm_a_terminate_and_keeps_a_forced_one_reason() {
         .message
         .ends_with("released on inspect: the provider knows it no more"));
     assert!(done.checkpoint_lost);
-    assert!(release_confirmed_by_inspect(record(ResourceState::Active), "x", t).is_err());
+    assert!(release_confirmed_by_inspect(record(ResourceState::Active), "x", None, t).is_err());
 }

@@ -147,11 +147,13 @@ impl Coordinator {
         w: &Work,
         result: &Result<SandboxReleaseReceipt, ProviderCallError>,
     ) -> Option<String> {
-        let terminate = w.record.disposition == Some(ReleaseDisposition::Terminate);
-        // A snapshot or detach is settled by an inspect only when the provider refused it or
-        // called the sandbox broken: a receipt without `compute_released` is retried.
+        // A detach is settled by an inspect only when the provider refused it or called the
+        // sandbox broken: its sandbox is meant to keep running.
         let unconfirmed = match result {
-            Ok(receipt) => terminate && !receipt.compute_released,
+            Ok(receipt) => {
+                w.record.disposition != Some(ReleaseDisposition::Detach)
+                    && !receipt.compute_released
+            }
             Err(e) => matches!(
                 outcome::classify(e),
                 FailureClass::Refused | FailureClass::Final
