@@ -7,10 +7,6 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-
 #[derive(Debug, Default)]
 pub struct Metrics {
     pub lease_claims: AtomicU64,
@@ -82,6 +78,9 @@ impl Metrics {
         out
     }
 }
+
+mod gauges;
+pub use gauges::{render_lifecycle_gauges, LifecycleMetrics};
 
 type Labelled<K> = Mutex<BTreeMap<K, u64>>;
 
@@ -280,113 +279,6 @@ impl LifecycleCounters {
     }
 }
 
-/// The operator's view of the lifecycle (never changes anything a user sees).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct LifecycleMetrics {
-    /// Records `active`.
-    pub active_sandboxes: i64,
-    /// Records `release_blocked`.
-    pub retained_sandboxes: i64,
-    /// `release_blocked` + `release_requested` + `release_failed` + `needs_attention`.
-    pub pending_releases: i64,
-    /// Records `release_failed`.
-    pub release_failure_count: i64,
-    /// Sum of `retry_count` over all records.
-    pub release_retry_count: i64,
-    /// Age of the oldest `release_blocked` record (0 when none).
-    pub max_blocked_age_seconds: f64,
-    /// Records `needs_attention`: releases that could not be confirmed within their budget.
-    pub needs_attention_count: i64,
-    /// Time since the oldest `needs_attention` record entered that state (0 when none).
-    pub oldest_attention_age_seconds: f64,
-    /// Mean of `released_at − release_requested_at` over released records (0 when none).
-    pub average_release_latency_seconds: f64,
-    /// Quantiles of the same latency over the most recent 10,000 releases.
-    pub release_latency_p50_seconds: f64,
-    pub release_latency_p95_seconds: f64,
-    pub release_latency_p99_seconds: f64,
-    /// Records in each state, by state name.
-    pub records_by_state: std::collections::BTreeMap<String, i64>,
-    pub generated_at: DateTime<Utc>,
-}
-
-/// The lifecycle gauges of `metrics_snapshot`, read from the database at scrape time.
-pub fn render_lifecycle_gauges(m: &LifecycleMetrics, out: &mut String) {
-    let gauges = [
-        (
-            "sagents_lifecycle_active_sandboxes",
-            "Execution resources `active`.",
-            m.active_sandboxes as f64,
-        ),
-        (
-            "sagents_lifecycle_retained_sandboxes",
-            "Execution resources `release_blocked` (compute kept).",
-            m.retained_sandboxes as f64,
-        ),
-        (
-            "sagents_lifecycle_pending_releases",
-            "Execution resources blocked, requested or failed.",
-            m.pending_releases as f64,
-        ),
-        (
-            "sagents_lifecycle_release_failures",
-            "Execution resources `release_failed`.",
-            m.release_failure_count as f64,
-        ),
-        (
-            "sagents_lifecycle_release_retry_count",
-            "Sum of the retry counts of all execution resources.",
-            m.release_retry_count as f64,
-        ),
-        (
-            "sagents_lifecycle_max_blocked_age_seconds",
-            "Age of the oldest `release_blocked` execution resource.",
-            m.max_blocked_age_seconds,
-        ),
-        (
-            "sagents_lifecycle_needs_attention",
-            "Execution resources `needs_attention` (a release an operator should look at).",
-            m.needs_attention_count as f64,
-        ),
-        (
-            "sagents_lifecycle_needs_attention_oldest_age_seconds",
-            "Time since the oldest `needs_attention` execution resource entered that state.",
-            m.oldest_attention_age_seconds,
-        ),
-        (
-            "sagents_lifecycle_release_latency_average_seconds",
-            "Mean time from release requested to released.",
-            m.average_release_latency_seconds,
-        ),
-    ];
-    for (name, help, value) in gauges {
-        let _ = writeln!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
-        );
-    }
-    let name = "sagents_lifecycle_release_latency_seconds";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Release latency quantiles over the most recent releases.\n# TYPE {name} gauge"
-    );
-    for (q, v) in [
-        ("0.5", m.release_latency_p50_seconds),
-        ("0.95", m.release_latency_p95_seconds),
-        ("0.99", m.release_latency_p99_seconds),
-    ] {
-        let _ = writeln!(out, "{name}{{quantile=\"{q}\"}} {v}");
-    }
-    let name = "sagents_lifecycle_records";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Execution resources by state.\n# TYPE {name} gauge"
-    );
-    for (state, n) in &m.records_by_state {
-        let _ = writeln!(out, "{name}{{state=\"{}\"}} {n}", escape(state));
-    }
-}
-
 /// Upper bounds (seconds) of the request latency histogram buckets.
 pub const LATENCY_BUCKETS: [f64; 12] = [
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0,
@@ -467,7 +359,7 @@ impl HttpMetrics {
     }
 }
 
-fn escape(label: &str) -> String {
+pub(crate) fn escape(label: &str) -> String {
     label
         .replace('\\', "\\\\")
         .replace('"', "\\\"")

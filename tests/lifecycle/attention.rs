@@ -40,13 +40,7 @@ async fn a_release_that_never_confirms_needs_an_operator(backend: Backend) {
     let metrics = ax.metrics().await;
     assert_eq!(metrics["needs_attention_count"], 1, "{metrics}");
     assert_eq!(metrics["records_by_state"]["needs_attention"], 1);
-    let prom = ax
-        .app
-        .get("/metrics", &ax.app.admin)
-        .await
-        .text()
-        .await
-        .unwrap();
+    let prom = ax.prometheus().await;
     assert!(
         prom.contains("sagents_lifecycle_needs_attention 1\n"),
         "{prom}"

@@ -248,13 +248,7 @@ async fn the_operator_routes_explain_a_run_without_changing_it(backend: Backend)
     }
 
     ax.drain().await;
-    let text = ax
-        .app
-        .get("/metrics", &ax.app.admin)
-        .await
-        .text()
-        .await
-        .unwrap();
+    let text = ax.prometheus().await;
     assert!(
         text.contains("sagents_lifecycle_active_sandboxes 1\n"),
         "{text}"

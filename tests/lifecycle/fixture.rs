@@ -174,6 +174,12 @@ impl Ax {
             .await
     }
 
+    /// The Prometheus text of `/metrics`.
+    pub async fn prometheus(&self) -> String {
+        let res = self.app.get("/metrics", &self.app.admin).await;
+        res.text().await.unwrap()
+    }
+
     pub async fn run(&self, run_id: &str) -> Run {
         self.app
             .store()

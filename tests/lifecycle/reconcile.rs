@@ -177,13 +177,7 @@ async fn the_service_reconciles_in_the_background(backend: Backend) {
     let orphan = ax.provider.provision("made-outside-any-record").await;
     let id = orphan.r#ref.sandbox_id.clone();
     until(|| async { ax.provider.sandbox_state(&id).await == SandboxState::Terminated }).await;
-    let prom = ax
-        .app
-        .get("/metrics", &ax.app.admin)
-        .await
-        .text()
-        .await
-        .unwrap();
+    let prom = ax.prometheus().await;
     assert!(
         prom.contains("sagents_reconciler_actions_total{action=\"orphan_terminated\"} 1"),
         "{prom}"
