@@ -5,6 +5,7 @@ mod checkpoints;
 mod client;
 mod conformance;
 mod conformance_inventory;
+mod crash;
 mod faults;
 mod inventory;
 mod lifecycle;

@@ -1,6 +1,6 @@
 //! What the provider remembers across its own restarts: one JSON file per sandbox (its
-//! receipts included), per checkpoint and per provision/restore idempotency key, each
-//! written atomically (temporary file, fsync, rename).
+//! receipts included), per checkpoint, per provision/restore idempotency key and per
+//! creation under way, each written atomically (temporary file, fsync, rename).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -61,6 +61,21 @@ pub struct StoredRequest {
     pub handle: SandboxHandle,
 }
 
+/// A provision or restore under way: the sandbox its key creates, recorded before anything
+/// of the sandbox exists and removed once the answer is recorded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreateIntent {
+    pub scope: String,
+    pub key: String,
+    pub fingerprint: String,
+    pub sandbox_id: String,
+    pub workspace_mode: WorkspaceMode,
+    pub dir: PathBuf,
+    /// Set once whatever an interrupted attempt left behind has been removed.
+    #[serde(default)]
+    pub undone: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct Layout {
     pub root: PathBuf,
@@ -75,6 +90,7 @@ impl Layout {
             layout.sandbox_states(),
             layout.checkpoint_states(),
             layout.requests(),
+            layout.intents(),
             layout.archives(),
             layout.sandbox_dirs(),
             layout.trash(),
@@ -92,6 +108,9 @@ impl Layout {
     }
     fn requests(&self) -> PathBuf {
         self.root.join("state/requests")
+    }
+    fn intents(&self) -> PathBuf {
+        self.root.join("state/intents")
     }
     fn archives(&self) -> PathBuf {
         self.root.join("checkpoints")
@@ -115,6 +134,10 @@ impl Layout {
             .sandbox_states()
             .join(format!("{}.json", rec.r#ref.sandbox_id));
         write_json(&path, rec)
+    }
+
+    pub fn load_sandbox(&self, sandbox_id: &str) -> io::Result<Option<SandboxRecord>> {
+        read_json_if_present(&self.sandbox_states().join(format!("{sandbox_id}.json")))
     }
 
     pub fn load_sandboxes(&self) -> io::Result<Vec<SandboxRecord>> {
@@ -184,8 +207,34 @@ impl Layout {
     }
 
     fn request_path(&self, scope: &str, key: &str) -> PathBuf {
-        let h = hex::encode(Sha256::digest(format!("{scope}\0{key}").as_bytes()));
-        self.requests().join(format!("{scope}-{h}.json"))
+        self.requests().join(key_file(scope, key))
+    }
+
+    fn intent_path(&self, scope: &str, key: &str) -> PathBuf {
+        self.intents().join(key_file(scope, key))
+    }
+
+    pub fn save_intent(&self, intent: &CreateIntent) -> io::Result<()> {
+        write_json(&self.intent_path(&intent.scope, &intent.key), intent)
+    }
+
+    pub fn load_intent(&self, scope: &str, key: &str) -> io::Result<Option<CreateIntent>> {
+        read_json_if_present(&self.intent_path(scope, key))
+    }
+
+    pub fn remove_intent(&self, scope: &str, key: &str) -> io::Result<bool> {
+        remove_if_present(&self.intent_path(scope, key))
+    }
+
+    pub fn load_intents(&self) -> io::Result<Vec<CreateIntent>> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(self.intents())? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                out.push(read_json(&path)?);
+            }
+        }
+        Ok(out)
     }
 
     pub fn load_request(&self, scope: &str, key: &str) -> io::Result<Option<StoredRequest>> {
@@ -195,6 +244,11 @@ impl Layout {
     pub fn save_request(&self, scope: &str, key: &str, req: &StoredRequest) -> io::Result<()> {
         write_json(&self.request_path(scope, key), req)
     }
+}
+
+fn key_file(scope: &str, key: &str) -> String {
+    let h = hex::encode(Sha256::digest(format!("{scope}\0{key}").as_bytes()));
+    format!("{scope}-{h}.json")
 }
 
 /// A stable digest of what a request asks for, to tell a replay from a reused key.
