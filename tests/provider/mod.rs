@@ -11,6 +11,7 @@ mod inventory;
 mod lifecycle;
 mod limits;
 mod registry;
+mod restart;
 
 use sagents::providers::client::{CallOptions, ProviderCallError, ProviderClient};
 use sagents::providers::wire::{

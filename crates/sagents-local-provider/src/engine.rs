@@ -36,11 +36,18 @@ pub struct EngineConfig {
 
 pub type Slot = Arc<Mutex<SandboxRecord>>;
 
+/// A sandbox held: in memory, or terminated and read from its file on first use.
+#[derive(Clone)]
+pub(super) enum Entry {
+    Resident(Slot),
+    Terminated,
+}
+
 pub struct Engine {
     pub(super) cfg: EngineConfig,
     pub(super) layout: Layout,
     pub(super) faults: FaultPlan,
-    sandboxes: RwLock<BTreeMap<String, Slot>>,
+    sandboxes: RwLock<BTreeMap<String, Entry>>,
     pub(super) create_lock: Mutex<()>,
 }
 
@@ -95,6 +102,10 @@ pub(super) fn reconcile(rec: &mut SandboxRecord) -> bool {
     false
 }
 
+fn resident(rec: SandboxRecord) -> Entry {
+    Entry::Resident(Arc::new(Mutex::new(rec)))
+}
+
 /// Drops the intents whose answer is recorded and undoes the others.
 fn settle_intents(layout: &Layout) -> std::io::Result<()> {
     let mut leaders = None;
@@ -117,7 +128,7 @@ fn settle_intents(layout: &Layout) -> std::io::Result<()> {
 }
 
 impl Engine {
-    /// Loads every persisted sandbox and reports honestly what survived: a sandbox whose
+    /// Loads every persisted sandbox (a terminated one only by id) and reports honestly what survived: a sandbox whose
     /// processes are gone is `lost`; one paused by an interrupted snapshot is resumed; what an
     /// interrupted provision or restore left behind is removed (its intent stays, so a retry
     /// of its key creates the same sandbox id).
@@ -139,7 +150,10 @@ impl Engine {
             if changed {
                 layout.save_sandbox(&rec)?;
             }
-            map.insert(rec.r#ref.sandbox_id.clone(), Arc::new(Mutex::new(rec)));
+            map.insert(rec.r#ref.sandbox_id.clone(), resident(rec));
+        }
+        for id in layout.terminated_ids()? {
+            map.entry(id).or_insert(Entry::Terminated);
         }
         if let Ok(entries) = std::fs::read_dir(layout.trash()) {
             for e in entries.flatten() {
@@ -173,36 +187,69 @@ impl Engine {
         }
     }
 
+    /// The sandbox, read from its file first if it was terminated before this start.
     pub(super) fn slot(&self, id: &str) -> Result<Slot, ApiError> {
         let map = self.sandboxes.read().unwrap_or_else(|e| e.into_inner());
-        map.get(id)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found("sandbox", id))
+        match map.get(id) {
+            Some(Entry::Resident(slot)) => return Ok(slot.clone()),
+            Some(Entry::Terminated) => {}
+            None => return Err(ApiError::not_found("sandbox", id)),
+        }
+        drop(map);
+        let mut map = self.sandboxes.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(Entry::Resident(slot)) = map.get(id) {
+            return Ok(slot.clone());
+        }
+        if !map.contains_key(id) {
+            return Err(ApiError::not_found("sandbox", id));
+        }
+        let rec = self
+            .layout
+            .load_sandbox(id)
+            .map_err(|e| internal("reading the sandbox state", e))?;
+        let Some(rec) = rec else {
+            map.remove(id);
+            return Err(ApiError::not_found("sandbox", id));
+        };
+        let slot = Arc::new(Mutex::new(rec));
+        map.insert(id.to_owned(), Entry::Resident(slot.clone()));
+        Ok(slot)
     }
 
+    /// The sandboxes held in memory: every one that may still run.
     pub(super) fn slots(&self) -> Vec<Slot> {
         let map = self.sandboxes.read().unwrap_or_else(|e| e.into_inner());
-        map.values().cloned().collect()
+        map.values()
+            .filter_map(|e| match e {
+                Entry::Resident(slot) => Some(slot.clone()),
+                Entry::Terminated => None,
+            })
+            .collect()
+    }
+
+    /// How many sandbox records are held in memory.
+    pub fn resident_sandboxes(&self) -> usize {
+        self.slots().len()
     }
 
     /// Up to `n` sandboxes in id order, starting after `after`.
-    pub(super) fn slots_after(&self, after: Option<&str>, n: usize) -> Vec<(String, Slot)> {
+    pub(super) fn entries_after(&self, after: Option<&str>, n: usize) -> Vec<(String, Entry)> {
         let map = self.sandboxes.read().unwrap_or_else(|e| e.into_inner());
         let start = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.to_owned()));
         map.range((start, Bound::Unbounded))
             .take(n)
-            .map(|(id, slot)| (id.clone(), slot.clone()))
+            .map(|(id, e)| (id.clone(), e.clone()))
             .collect()
     }
 
-    pub(super) fn remove_slot(&self, id: &str) -> Option<Slot> {
+    pub(super) fn remove_slot(&self, id: &str) {
         let mut map = self.sandboxes.write().unwrap_or_else(|e| e.into_inner());
-        map.remove(id)
+        map.remove(id);
     }
 
     pub(super) fn insert(&self, rec: SandboxRecord) {
         let mut map = self.sandboxes.write().unwrap_or_else(|e| e.into_inner());
-        map.insert(rec.r#ref.sandbox_id.clone(), Arc::new(Mutex::new(rec)));
+        map.insert(rec.r#ref.sandbox_id.clone(), resident(rec));
     }
 
     pub(super) fn save(&self, rec: &SandboxRecord) -> Result<(), ApiError> {
