@@ -5,11 +5,13 @@ mod checkpoints;
 mod client;
 mod conformance;
 mod conformance_inventory;
+mod crash;
 mod faults;
 mod inventory;
 mod lifecycle;
 mod limits;
 mod registry;
+mod restart;
 
 use sagents::providers::client::{CallOptions, ProviderCallError, ProviderClient};
 use sagents::providers::wire::{

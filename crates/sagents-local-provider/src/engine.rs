@@ -1,27 +1,28 @@
-//! The provider's sandboxes: provision, inspect, attach, restore, exec. Release lives in
-//! `release.rs`. Each sandbox has its own lock; creations share one, so idempotency keys of
+//! The provider's sandboxes: loading, inspect, attach, exec. Creation lives in `create.rs`
+//! and `restore.rs`, release in `release.rs`. Each sandbox has its own lock; creations share one, so idempotency keys of
 //! provisions and restores are checked and recorded without races.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use chrono::Utc;
 use tokio::sync::Mutex;
 
+use super::create::undo;
 use super::error::ApiError;
 use super::exec::{self, ExecPlan};
 use super::faults::FaultPlan;
 use super::paths;
 use super::process::{self, Limits};
-use super::state::{fingerprint, Layout, SandboxRecord, StoredRequest};
+use super::state::{Layout, SandboxRecord};
 use sagents_plugin_api::grant;
-use sagents_plugin_api::spec::{ReleaseDisposition, ResolvedSandboxSpec, SpecError, WorkspaceMode};
+use sagents_plugin_api::spec::{ReleaseDisposition, ResolvedSandboxSpec, SpecError};
 use sagents_plugin_api::wire::{
-    AttachRequest, Capabilities, ExecRequest, ExecResponse, ProvisionRequest, SandboxHandle,
-    SandboxInfo, SandboxRef, SandboxState, API_VERSION_V3, CAPABILITY_SANDBOX,
+    AttachRequest, Capabilities, ExecRequest, ExecResponse, SandboxHandle, SandboxInfo,
+    SandboxState, API_VERSION_V3, CAPABILITY_SANDBOX,
 };
 
 pub const PROVIDER_ID: &str = "local";
@@ -35,11 +36,18 @@ pub struct EngineConfig {
 
 pub type Slot = Arc<Mutex<SandboxRecord>>;
 
+/// A sandbox held: in memory, or terminated and read from its file on first use.
+#[derive(Clone)]
+pub(super) enum Entry {
+    Resident(Slot),
+    Terminated,
+}
+
 pub struct Engine {
     pub(super) cfg: EngineConfig,
     pub(super) layout: Layout,
     pub(super) faults: FaultPlan,
-    sandboxes: RwLock<BTreeMap<String, Slot>>,
+    sandboxes: RwLock<BTreeMap<String, Entry>>,
     pub(super) create_lock: Mutex<()>,
 }
 
@@ -94,10 +102,38 @@ pub(super) fn reconcile(rec: &mut SandboxRecord) -> bool {
     false
 }
 
+fn resident(rec: SandboxRecord) -> Entry {
+    Entry::Resident(Arc::new(Mutex::new(rec)))
+}
+
+/// Drops the intents whose answer is recorded and undoes the others.
+fn settle_intents(layout: &Layout) -> std::io::Result<()> {
+    let mut leaders = None;
+    for intent in layout.load_intents()? {
+        let answered = layout
+            .load_request(&intent.scope, &intent.key)?
+            .map(|r| r.handle.r#ref.sandbox_id);
+        if !intent.undone && answered.as_ref() != Some(&intent.sandbox_id) {
+            let leaders = leaders.get_or_insert_with(process::tagged_leaders);
+            if let Err(e) = undo(layout, &intent, leaders) {
+                tracing::warn!(sandbox_id = %intent.sandbox_id, error = %e, "could not remove an interrupted creation");
+                continue;
+            }
+        }
+        if answered.is_some() {
+            layout.remove_intent(&intent.scope, &intent.key)?;
+        }
+    }
+    Ok(())
+}
+
 impl Engine {
-    /// Loads every persisted sandbox and reports honestly what survived: a sandbox whose
-    /// processes are gone is `lost`; one paused by an interrupted snapshot is resumed.
+    /// Loads every persisted sandbox (a terminated one only by id) and reports honestly what survived: a sandbox whose
+    /// processes are gone is `lost`; one paused by an interrupted snapshot is resumed; what an
+    /// interrupted provision or restore left behind is removed (its intent stays, so a retry
+    /// of its key creates the same sandbox id).
     pub fn load(cfg: EngineConfig, layout: Layout, faults: FaultPlan) -> std::io::Result<Self> {
+        settle_intents(&layout)?;
         let mut map = BTreeMap::new();
         for mut rec in layout.load_sandboxes()? {
             let mut changed = reconcile(&mut rec);
@@ -114,7 +150,10 @@ impl Engine {
             if changed {
                 layout.save_sandbox(&rec)?;
             }
-            map.insert(rec.r#ref.sandbox_id.clone(), Arc::new(Mutex::new(rec)));
+            map.insert(rec.r#ref.sandbox_id.clone(), resident(rec));
+        }
+        for id in layout.terminated_ids()? {
+            map.entry(id).or_insert(Entry::Terminated);
         }
         if let Ok(entries) = std::fs::read_dir(layout.trash()) {
             for e in entries.flatten() {
@@ -148,36 +187,69 @@ impl Engine {
         }
     }
 
+    /// The sandbox, read from its file first if it was terminated before this start.
     pub(super) fn slot(&self, id: &str) -> Result<Slot, ApiError> {
         let map = self.sandboxes.read().unwrap_or_else(|e| e.into_inner());
-        map.get(id)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found("sandbox", id))
+        match map.get(id) {
+            Some(Entry::Resident(slot)) => return Ok(slot.clone()),
+            Some(Entry::Terminated) => {}
+            None => return Err(ApiError::not_found("sandbox", id)),
+        }
+        drop(map);
+        let mut map = self.sandboxes.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(Entry::Resident(slot)) = map.get(id) {
+            return Ok(slot.clone());
+        }
+        if !map.contains_key(id) {
+            return Err(ApiError::not_found("sandbox", id));
+        }
+        let rec = self
+            .layout
+            .load_sandbox(id)
+            .map_err(|e| internal("reading the sandbox state", e))?;
+        let Some(rec) = rec else {
+            map.remove(id);
+            return Err(ApiError::not_found("sandbox", id));
+        };
+        let slot = Arc::new(Mutex::new(rec));
+        map.insert(id.to_owned(), Entry::Resident(slot.clone()));
+        Ok(slot)
     }
 
-    fn slots(&self) -> Vec<Slot> {
+    /// The sandboxes held in memory: every one that may still run.
+    pub(super) fn slots(&self) -> Vec<Slot> {
         let map = self.sandboxes.read().unwrap_or_else(|e| e.into_inner());
-        map.values().cloned().collect()
+        map.values()
+            .filter_map(|e| match e {
+                Entry::Resident(slot) => Some(slot.clone()),
+                Entry::Terminated => None,
+            })
+            .collect()
+    }
+
+    /// How many sandbox records are held in memory.
+    pub fn resident_sandboxes(&self) -> usize {
+        self.slots().len()
     }
 
     /// Up to `n` sandboxes in id order, starting after `after`.
-    pub(super) fn slots_after(&self, after: Option<&str>, n: usize) -> Vec<(String, Slot)> {
+    pub(super) fn entries_after(&self, after: Option<&str>, n: usize) -> Vec<(String, Entry)> {
         let map = self.sandboxes.read().unwrap_or_else(|e| e.into_inner());
         let start = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.to_owned()));
         map.range((start, Bound::Unbounded))
             .take(n)
-            .map(|(id, slot)| (id.clone(), slot.clone()))
+            .map(|(id, e)| (id.clone(), e.clone()))
             .collect()
     }
 
-    pub(super) fn remove_slot(&self, id: &str) -> Option<Slot> {
+    pub(super) fn remove_slot(&self, id: &str) {
         let mut map = self.sandboxes.write().unwrap_or_else(|e| e.into_inner());
-        map.remove(id)
+        map.remove(id);
     }
 
-    fn insert(&self, rec: SandboxRecord) {
+    pub(super) fn insert(&self, rec: SandboxRecord) {
         let mut map = self.sandboxes.write().unwrap_or_else(|e| e.into_inner());
-        map.insert(rec.r#ref.sandbox_id.clone(), Arc::new(Mutex::new(rec)));
+        map.insert(rec.r#ref.sandbox_id.clone(), resident(rec));
     }
 
     pub(super) fn save(&self, rec: &SandboxRecord) -> Result<(), ApiError> {
@@ -207,146 +279,6 @@ impl Engine {
             generation: rec.generation,
             grant,
         }
-    }
-
-    pub(super) fn replay(
-        &self,
-        scope: &str,
-        key: &str,
-        fp: &str,
-    ) -> Result<Option<SandboxHandle>, ApiError> {
-        let stored = self
-            .layout
-            .load_request(scope, key)
-            .map_err(|e| internal("reading the idempotency record", e))?;
-        match stored {
-            Some(s) if s.fingerprint == fp => Ok(Some(s.handle)),
-            Some(_) => Err(ApiError::conflict(
-                "idempotency.key_reused",
-                format!("idempotency_key was already used for a different {scope} request"),
-            )),
-            None => Ok(None),
-        }
-    }
-
-    /// A replayed answer carries a grant only while its sandbox generation still runs.
-    pub(super) async fn with_fresh_grant(&self, mut handle: SandboxHandle) -> SandboxHandle {
-        if let Ok(slot) = self.slot(&handle.r#ref.sandbox_id) {
-            let rec = slot.lock().await;
-            if rec.generation == handle.generation {
-                handle.grant = self.handle_of(&rec).grant;
-            }
-        }
-        handle
-    }
-
-    async fn workspace_in_use(&self, dir: &Path) -> bool {
-        for slot in self.slots() {
-            let rec = slot.lock().await;
-            if rec.dir == dir && rec.state.holds_compute() && rec.state != SandboxState::Lost {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// `POST /v3/sandboxes`; the bool is false for a replay.
-    pub async fn provision(
-        &self,
-        req: &ProvisionRequest,
-    ) -> Result<(SandboxHandle, bool), ApiError> {
-        check_spec(&req.spec)?;
-        check_name("owner_run_id", &req.owner_run_id)?;
-        check_name("tenant_id", &req.tenant_id)?;
-        check_key(&req.idempotency_key)?;
-        let fp = fingerprint(&(&req.spec, &req.owner_run_id, &req.tenant_id));
-        let _guard = self.create_lock.lock().await;
-        if let Some(h) = self.replay("provision", &req.idempotency_key, &fp)? {
-            return Ok((self.with_fresh_grant(h).await, false));
-        }
-        let id = format!("sbx_{}", uuid::Uuid::now_v7().simple());
-        let dir = match (&req.spec.workspace_mode, &req.spec.host_workspace) {
-            (WorkspaceMode::ActiveWorkspace, Some(host)) => {
-                let dir = paths::resolve_workspace(&self.cfg.workspace_root, host).map_err(|e| {
-                    ApiError::invalid(
-                        "sandbox.workspace_outside_root",
-                        format!("sandbox_spec.host_workspace: {e}; it must lie inside the workspace root"),
-                    )
-                })?;
-                if self.workspace_in_use(&dir).await {
-                    return Err(ApiError::conflict(
-                        "sandbox.workspace_in_use",
-                        "another live sandbox has this workspace mounted",
-                    ));
-                }
-                dir
-            }
-            _ => {
-                let dir = self.layout.sandbox_dirs().join(&id);
-                std::fs::create_dir_all(&dir).map_err(|e| internal("creating the sandbox", e))?;
-                dir
-            }
-        };
-        let leader =
-            process::spawn_leader(&dir).map_err(|e| internal("starting the sandbox", e))?;
-        let now = Utc::now();
-        let rec = SandboxRecord {
-            r#ref: SandboxRef {
-                sandbox_id: id,
-                provider_id: PROVIDER_ID.into(),
-                provider_version: env!("CARGO_PKG_VERSION").into(),
-                tenant_id: req.tenant_id.clone(),
-                owner_run_id: req.owner_run_id.clone(),
-                spec_hash: req.spec.spec_hash.clone(),
-                policy_hash: req.spec.policy_hash.clone(),
-            },
-            state: SandboxState::Ready,
-            revision: 1,
-            generation: 1,
-            attached_clients: 0,
-            workspace_mode: req.spec.workspace_mode,
-            dir,
-            resources: req.spec.resources.clone(),
-            leader: Some(leader),
-            created_at: now,
-            updated_at: now,
-            releases: Default::default(),
-            forgotten: false,
-        };
-        self.finish_create(rec, "provision", &req.idempotency_key, fp)
-            .await
-    }
-
-    pub(super) async fn finish_create(
-        &self,
-        rec: SandboxRecord,
-        scope: &str,
-        key: &str,
-        fp: String,
-    ) -> Result<(SandboxHandle, bool), ApiError> {
-        let persisted = self.save(&rec).and_then(|_| {
-            let mut stored = self.handle_of(&rec);
-            stored.grant = None;
-            self.layout
-                .save_request(
-                    scope,
-                    key,
-                    &StoredRequest {
-                        fingerprint: fp,
-                        handle: stored,
-                    },
-                )
-                .map_err(|e| internal("saving the idempotency record", e))
-        });
-        if let Err(e) = persisted {
-            if let Some(l) = rec.leader {
-                let _ = l.kill_group().await;
-            }
-            return Err(e);
-        }
-        let handle = self.handle_of(&rec);
-        self.insert(rec);
-        Ok((handle, true))
     }
 
     pub async fn inspect(&self, id: &str) -> Result<SandboxInfo, ApiError> {

@@ -128,6 +128,24 @@ impl ApiError {
     }
 }
 
+const CRASHED: &str = "fault.crashed";
+
+impl ApiError {
+    /// The provider stopped mid-call as a killed one would (the `crash` fault).
+    pub fn crashed(step: impl std::fmt::Display) -> Self {
+        Self::internal(format!("injected crash after {step}")).with_code(CRASHED)
+    }
+
+    pub fn is_crash(&self) -> bool {
+        self.body.code == CRASHED
+    }
+
+    fn with_code(mut self, code: &str) -> Self {
+        self.body.code = code.into();
+        self
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.status, Json(self.body)).into_response()

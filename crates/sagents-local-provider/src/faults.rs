@@ -9,6 +9,10 @@
 //!           | list_sandboxes | list_checkpoints | delete_checkpoint
 //!           | snapshot      (the archive step of snapshot_and_terminate, after the pause)
 //!           | resume        (bringing a paused sandbox back after a failed snapshot)
+//!           | create_intent | create_files | create_leader | create_state | create_record
+//!                           (the steps of a provision or restore, in order: the key's
+//!                            intent recorded, the files made, the leader started, the
+//!                            sandbox state saved, the answer recorded)
 //! ACTION   := recoverable   (answer 503 retryable, doing nothing)
 //!           | terminal      (answer 500 not retryable; the named sandbox is reported lost)
 //!           | refused       (answer 409 not retryable, doing nothing: a request problem)
@@ -20,6 +24,10 @@
 //!                            isolated files removed), then handle the call, which answers 404)
 //!           | delay_ms=N    (wait N ms, then handle normally)
 //!           | fail          (snapshot / resume only: that step fails)
+//!           | crash         (create_* only: stop right after that step as a killed provider
+//!                            would: files and processes stay as they are, nothing else is
+//!                            done and the connection is cut; start a provider on the same
+//!                            root to see what a restart makes of it)
 //! MODIFIER := times=N       (only the first N calls to POINT)
 //!           | p=F           (each call with probability F in [0, 1])
 //! ```
@@ -44,6 +52,11 @@ sagents_text_enum::text_enum! {
         DeleteCheckpoint => "delete_checkpoint",
         Snapshot => "snapshot",
         Resume => "resume",
+        CreateIntent => "create_intent",
+        CreateFiles => "create_files",
+        CreateLeader => "create_leader",
+        CreateState => "create_state",
+        CreateRecord => "create_record",
     }
 }
 
@@ -58,6 +71,7 @@ pub enum FaultAction {
     Delay(Duration),
     Fail,
     Forget,
+    Crash,
 }
 
 #[derive(Debug)]
@@ -131,6 +145,24 @@ impl FaultPlan {
     pub fn step_fails(&self, point: FaultPoint) -> bool {
         self.decide(point).action.is_some()
     }
+
+    /// Whether the provider must stop as if killed right after this create step.
+    pub fn crashes_after(&self, point: FaultPoint) -> bool {
+        !self.rules.is_empty() && self.decide(point).action == Some(FaultAction::Crash)
+    }
+}
+
+impl FaultPoint {
+    fn is_create_step(self) -> bool {
+        matches!(
+            self,
+            FaultPoint::CreateIntent
+                | FaultPoint::CreateFiles
+                | FaultPoint::CreateLeader
+                | FaultPoint::CreateState
+                | FaultPoint::CreateRecord
+        )
+    }
 }
 
 fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
@@ -152,13 +184,14 @@ fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
         "drop" => FaultAction::Drop,
         "fail" => FaultAction::Fail,
         "forget" => FaultAction::Forget,
+        "crash" => FaultAction::Crash,
         other => match other.strip_prefix("delay_ms=") {
             Some(ms) => FaultAction::Delay(Duration::from_millis(
                 ms.parse().map_err(|_| err("delay_ms needs an integer"))?,
             )),
             None => return Err(err(
                 "ACTION must be recoverable, terminal, refused, foreign, unconfirmed, drop, forget, \
-                     fail or delay_ms=N",
+                     fail, crash or delay_ms=N",
             )),
         },
     };
@@ -166,6 +199,11 @@ fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
     if is_step != (action == FaultAction::Fail) {
         return Err(err(
             "`fail` is the only action for snapshot and resume, and only for them",
+        ));
+    }
+    if point.is_create_step() != (action == FaultAction::Crash) {
+        return Err(err(
+            "`crash` is the only action for the create_* steps, and only for them",
         ));
     }
     let names_a_sandbox = matches!(
@@ -263,10 +301,21 @@ mod tests {
             "list_sandboxes=forget",
             "snapshot=forget",
             "delete_checkpoint=fail",
+            "provision=crash",
+            "create_leader=fail",
+            "create_state=recoverable",
         ] {
             assert!(FaultPlan::parse(bad).is_err(), "{bad}");
         }
         assert!(FaultPlan::parse("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn crash_fires_only_where_it_is_named() {
+        let plan = FaultPlan::parse("create_leader=crash:times=1").unwrap();
+        assert!(!plan.crashes_after(FaultPoint::CreateIntent));
+        assert!(plan.crashes_after(FaultPoint::CreateLeader));
+        assert!(!plan.crashes_after(FaultPoint::CreateLeader));
     }
 
     #[test]

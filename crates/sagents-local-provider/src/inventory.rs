@@ -5,8 +5,9 @@
 use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
 
-use super::engine::{internal, reconcile, Engine};
+use super::engine::{internal, reconcile, Engine, Entry};
 use super::error::ApiError;
+use super::state::SandboxRecord;
 use sagents_plugin_api::wire::{
     CheckpointDeleteReceipt, CheckpointItem, CheckpointPage, InventoryItem, InventoryLabels,
     InventoryPage, InventoryQuery, INVENTORY_DEFAULT_LIMIT, INVENTORY_MAX_LIMIT,
@@ -142,15 +143,40 @@ impl<S: Send + Sync> FromRequestParts<S> for InventoryParams {
     }
 }
 
+fn item_of(rec: &SandboxRecord) -> InventoryItem {
+    InventoryItem {
+        r#ref: rec.r#ref.clone(),
+        state: rec.state,
+        generation: rec.generation,
+        labels: InventoryLabels {
+            owner_run_id: rec.r#ref.owner_run_id.clone(),
+            tenant_id: rec.r#ref.tenant_id.clone(),
+        },
+        created_at: Some(rec.created_at),
+    }
+}
+
 impl Engine {
     /// `GET /v3/sandboxes`: every sandbox held, in any state, by id.
     pub async fn list_sandboxes(&self, q: &InventoryQuery) -> Result<InventoryPage, ApiError> {
         let page = Page::of(q, Listing::Sandboxes)?;
-        let slots = self.slots_after(page.after.as_deref(), page.limit + 1);
-        let next_cursor = (slots.len() > page.limit)
-            .then(|| cursor(Listing::Sandboxes, &slots[page.limit - 1].0));
+        let entries = self.entries_after(page.after.as_deref(), page.limit + 1);
+        let next_cursor = (entries.len() > page.limit)
+            .then(|| cursor(Listing::Sandboxes, &entries[page.limit - 1].0));
         let mut items = Vec::with_capacity(page.limit);
-        for (_, slot) in slots.into_iter().take(page.limit) {
+        for (id, entry) in entries.into_iter().take(page.limit) {
+            let slot = match entry {
+                Entry::Resident(slot) => slot,
+                // Read, not kept: a walk of the inventory leaves memory as it was.
+                Entry::Terminated => match self.layout.load_sandbox(&id) {
+                    Ok(Some(rec)) => {
+                        items.push(item_of(&rec));
+                        continue;
+                    }
+                    Ok(None) => continue,
+                    Err(e) => return Err(internal("reading the sandbox state", e)),
+                },
+            };
             let mut rec = slot.lock().await;
             if rec.forgotten {
                 continue;
@@ -158,16 +184,7 @@ impl Engine {
             if reconcile(&mut rec) {
                 self.save(&rec)?;
             }
-            items.push(InventoryItem {
-                r#ref: rec.r#ref.clone(),
-                state: rec.state,
-                generation: rec.generation,
-                labels: InventoryLabels {
-                    owner_run_id: rec.r#ref.owner_run_id.clone(),
-                    tenant_id: rec.r#ref.tenant_id.clone(),
-                },
-                created_at: Some(rec.created_at),
-            });
+            items.push(item_of(&rec));
         }
         Ok(InventoryPage { items, next_cursor })
     }

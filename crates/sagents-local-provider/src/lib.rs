@@ -15,6 +15,7 @@
 
 pub mod archive;
 pub mod cli;
+mod create;
 mod engine;
 mod error;
 pub mod exec;

@@ -1,6 +1,7 @@
 //! Process groups: one long-lived leader per sandbox; exec'd commands join its group, so one
 //! signal to the group reaches everything the sandbox runs.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::Path;
 use std::process::Stdio;
@@ -18,10 +19,15 @@ pub struct Leader {
     pub start_time: u64,
 }
 
+/// Names the sandbox in its leader's environment, so a leader whose start was never recorded
+/// can still be found (see [`tagged_leaders`]).
+pub const SANDBOX_TAG: &str = "SAGENTS_SANDBOX_ID";
+
 /// Starts `sleep infinity` as the leader of a new process group in `dir`.
-pub fn spawn_leader(dir: &Path) -> io::Result<Leader> {
+pub fn spawn_leader(dir: &Path, sandbox_id: &str) -> io::Result<Leader> {
     let mut child = tokio::process::Command::new("sleep")
         .arg("infinity")
+        .env(SANDBOX_TAG, sandbox_id)
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -52,6 +58,30 @@ fn start_time(pid: i32) -> Option<u64> {
         return None;
     }
     fields.nth(18)?.parse().ok()
+}
+
+/// Every live leader this user can see, by the sandbox id in its environment.
+pub fn tagged_leaders() -> HashMap<String, Leader> {
+    let mut out = HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    let prefix = format!("{SANDBOX_TAG}=");
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let id = environ
+            .split(|b| *b == 0)
+            .find_map(|v| std::str::from_utf8(v).ok()?.strip_prefix(prefix.as_str()));
+        if let (Some(id), Some(start_time)) = (id, start_time(pid)) {
+            out.insert(id.to_owned(), Leader { pid, start_time });
+        }
+    }
+    out
 }
 
 impl Leader {
@@ -86,6 +116,20 @@ impl Leader {
             // SAFETY: kill(2) has no memory-safety preconditions.
             unsafe { libc::kill(-self.pid, libc::SIGKILL) };
         }
+    }
+
+    /// Like [`Leader::kill_group`], blocking the calling thread (for startup).
+    pub fn kill_group_blocking(&self) -> io::Result<()> {
+        self.kill_now();
+        for _ in 0..500 {
+            if !self.is_alive() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Err(io::Error::other(
+            "the sandbox's process group did not die after SIGKILL",
+        ))
     }
 
     /// SIGKILLs the group and waits (bounded) until the leader is gone.
@@ -189,12 +233,14 @@ mod tests {
     #[tokio::test]
     async fn a_leader_lives_until_its_group_is_killed() {
         let dir = tempfile::tempdir().unwrap();
-        let leader = spawn_leader(dir.path()).unwrap();
+        let leader = spawn_leader(dir.path(), "sbx_leader_test").unwrap();
         assert!(leader.is_alive());
+        assert_eq!(tagged_leaders().get("sbx_leader_test"), Some(&leader));
         leader.pause().unwrap();
         leader.resume().unwrap();
         leader.kill_group().await.unwrap();
         assert!(!leader.is_alive());
+        assert!(!tagged_leaders().contains_key("sbx_leader_test"));
         assert!(leader.resume().is_err());
         let reused = Leader {
             pid: std::process::id() as i32,

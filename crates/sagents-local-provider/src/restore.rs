@@ -2,13 +2,17 @@
 
 use chrono::Utc;
 
+use super::create::Begin;
 use super::engine::{check_key, check_name, check_spec, internal, Engine, PROVIDER_ID};
 use super::error::ApiError;
+use super::faults::FaultPoint;
 use super::inventory::valid_checkpoint_id;
 use super::process;
-use super::state::{fingerprint, SandboxRecord};
+use super::state::{fingerprint, CreateIntent, SandboxRecord};
 use sagents_plugin_api::spec::WorkspaceMode;
-use sagents_plugin_api::wire::{RestoreRequest, SandboxHandle, SandboxRef, SandboxState};
+use sagents_plugin_api::wire::{
+    CheckpointRef, RestoreRequest, SandboxHandle, SandboxRef, SandboxState,
+};
 
 impl Engine {
     /// `POST /v3/restores`: a new ready sandbox holding the checkpoint's files.
@@ -24,9 +28,13 @@ impl Engine {
         check_key(&req.idempotency_key)?;
         let fp = fingerprint(&(&req.checkpoint.checkpoint_id, &req.spec, &req.owner_run_id));
         let _guard = self.create_lock.lock().await;
-        if let Some(h) = self.replay("restore", &req.idempotency_key, &fp)? {
-            return Ok((self.with_fresh_grant(h).await, false));
-        }
+        let id = match self
+            .begin_create("restore", &req.idempotency_key, &fp)
+            .await?
+        {
+            Begin::Replay(h) => return Ok((*h, false)),
+            Begin::Create(id) => id,
+        };
         let ckp_id = &req.checkpoint.checkpoint_id;
         let stored = match valid_checkpoint_id(ckp_id) {
             true => self
@@ -48,43 +56,53 @@ impl Engine {
             (None, Ok(s)) => s.lock().await.r#ref.tenant_id.clone(),
             (None, Err(_)) => String::new(),
         };
-        let id = format!("sbx_{}", uuid::Uuid::now_v7().simple());
-        let dir = self.layout.sandbox_dirs().join(&id);
+        let intent = CreateIntent {
+            scope: "restore".into(),
+            key: req.idempotency_key.clone(),
+            fingerprint: fp,
+            dir: self.layout.sandbox_dirs().join(&id),
+            sandbox_id: id,
+            workspace_mode: WorkspaceMode::Isolated,
+            undone: false,
+        };
+        self.record_intent(&intent)?;
+        let made = self.restore_steps(req, &intent, ckp, tenant_id).await;
+        self.settle(&intent, made)
+    }
+
+    async fn restore_steps(
+        &self,
+        req: &RestoreRequest,
+        intent: &CreateIntent,
+        ckp: CheckpointRef,
+        tenant_id: String,
+    ) -> Result<(SandboxHandle, bool), ApiError> {
+        let dir = intent.dir.clone();
         std::fs::create_dir_all(&dir).map_err(|e| internal("creating the sandbox", e))?;
         let archive = self.layout.archive(&ckp.checkpoint_id);
         let (digest, target) = (ckp.digest.clone(), dir.clone());
-        let unpacked = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             super::archive::unpack(&archive, &target, digest.as_deref())
         })
         .await
-        .map_err(|e| internal("restoring the files", e))
-        .and_then(|r| {
-            r.map_err(|e| match e {
-                super::archive::UnpackError::DigestMismatch => {
-                    ApiError::terminal("checkpoint.corrupt", e.to_string())
-                }
-                super::archive::UnpackError::Io(io)
-                    if io.kind() == std::io::ErrorKind::NotFound =>
-                {
-                    ApiError::terminal("checkpoint.missing", "the checkpoint's archive is gone")
-                }
-                other => internal("restoring the files", other),
-            })
-        });
-        let leader = unpacked.and_then(|_| {
-            process::spawn_leader(&dir).map_err(|e| internal("starting the sandbox", e))
-        });
-        let leader = match leader {
-            Ok(l) => l,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(e);
+        .map_err(|e| internal("restoring the files", e))?
+        .map_err(|e| match e {
+            super::archive::UnpackError::DigestMismatch => {
+                ApiError::terminal("checkpoint.corrupt", e.to_string())
             }
-        };
+            super::archive::UnpackError::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
+                ApiError::terminal("checkpoint.missing", "the checkpoint's archive is gone")
+            }
+            other => internal("restoring the files", other),
+        })?;
+        self.crash_after(FaultPoint::CreateFiles)?;
+        let leader = process::spawn_leader(&dir, &intent.sandbox_id)
+            .map_err(|e| internal("starting the sandbox", e))?;
+        self.crash_after(FaultPoint::CreateLeader)?;
         let now = Utc::now();
         let rec = SandboxRecord {
             r#ref: SandboxRef {
-                sandbox_id: id,
+                sandbox_id: intent.sandbox_id.clone(),
                 provider_id: PROVIDER_ID.into(),
                 provider_version: env!("CARGO_PKG_VERSION").into(),
                 tenant_id,
@@ -105,7 +123,6 @@ impl Engine {
             releases: Default::default(),
             forgotten: false,
         };
-        self.finish_create(rec, "restore", &req.idempotency_key, fp)
-            .await
+        self.finish_create(rec, intent)
     }
 }

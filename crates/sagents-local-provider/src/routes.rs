@@ -129,7 +129,10 @@ where
         }
         _ => {}
     }
-    let resp = work.await.unwrap_or_else(IntoResponse::into_response);
+    let resp = match work.await {
+        Err(e) if e.is_crash() => return dropped(),
+        done => done.unwrap_or_else(IntoResponse::into_response),
+    };
     match decision.action {
         Some(FaultAction::Drop) => dropped(),
         Some(FaultAction::Foreign) => {

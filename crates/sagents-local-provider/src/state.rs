@@ -1,6 +1,7 @@
 //! What the provider remembers across its own restarts: one JSON file per sandbox (its
-//! receipts included), per checkpoint and per provision/restore idempotency key, each
-//! written atomically (temporary file, fsync, rename).
+//! receipts included), per checkpoint, per provision/restore idempotency key and per
+//! creation under way, each written atomically (temporary file, fsync, rename). A terminated
+//! sandbox's file lives apart (`state/terminated`), so a start reads only the others.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -61,6 +62,21 @@ pub struct StoredRequest {
     pub handle: SandboxHandle,
 }
 
+/// A provision or restore under way: the sandbox its key creates, recorded before anything
+/// of the sandbox exists and removed once the answer is recorded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreateIntent {
+    pub scope: String,
+    pub key: String,
+    pub fingerprint: String,
+    pub sandbox_id: String,
+    pub workspace_mode: WorkspaceMode,
+    pub dir: PathBuf,
+    /// Set once whatever an interrupted attempt left behind has been removed.
+    #[serde(default)]
+    pub undone: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct Layout {
     pub root: PathBuf,
@@ -73,8 +89,10 @@ impl Layout {
         };
         for d in [
             layout.sandbox_states(),
+            layout.terminated_states(),
             layout.checkpoint_states(),
             layout.requests(),
+            layout.intents(),
             layout.archives(),
             layout.sandbox_dirs(),
             layout.trash(),
@@ -87,11 +105,17 @@ impl Layout {
     fn sandbox_states(&self) -> PathBuf {
         self.root.join("state/sandboxes")
     }
+    fn terminated_states(&self) -> PathBuf {
+        self.root.join("state/terminated")
+    }
     fn checkpoint_states(&self) -> PathBuf {
         self.root.join("state/checkpoints")
     }
     fn requests(&self) -> PathBuf {
         self.root.join("state/requests")
+    }
+    fn intents(&self) -> PathBuf {
+        self.root.join("state/intents")
     }
     fn archives(&self) -> PathBuf {
         self.root.join("checkpoints")
@@ -110,19 +134,50 @@ impl Layout {
         self.archives().join(format!("{checkpoint_id}.tar.zst"))
     }
 
-    pub fn save_sandbox(&self, rec: &SandboxRecord) -> io::Result<()> {
-        let path = self
-            .sandbox_states()
-            .join(format!("{}.json", rec.r#ref.sandbox_id));
-        write_json(&path, rec)
+    fn sandbox_state(&self, sandbox_id: &str) -> PathBuf {
+        self.sandbox_states().join(format!("{sandbox_id}.json"))
     }
 
+    fn terminated_state(&self, sandbox_id: &str) -> PathBuf {
+        self.terminated_states().join(format!("{sandbox_id}.json"))
+    }
+
+    /// A terminated sandbox never runs again, so its file moves for good.
+    pub fn save_sandbox(&self, rec: &SandboxRecord) -> io::Result<()> {
+        let id = &rec.r#ref.sandbox_id;
+        if rec.state != SandboxState::Terminated {
+            return write_json(&self.sandbox_state(id), rec);
+        }
+        write_json(&self.terminated_state(id), rec)?;
+        remove_if_present(&self.sandbox_state(id)).map(drop)
+    }
+
+    pub fn load_sandbox(&self, sandbox_id: &str) -> io::Result<Option<SandboxRecord>> {
+        match read_json_if_present(&self.terminated_state(sandbox_id))? {
+            Some(rec) => Ok(Some(rec)),
+            None => read_json_if_present(&self.sandbox_state(sandbox_id)),
+        }
+    }
+
+    /// The ids of the terminated sandboxes, without reading their files.
+    pub fn terminated_ids(&self) -> io::Result<Vec<String>> {
+        json_stems(&self.terminated_states())
+    }
+
+    /// The sandboxes that are not terminated. A file left behind by a termination is dropped,
+    /// and a terminated sandbox recorded by an older provider is moved apart.
     pub fn load_sandboxes(&self) -> io::Result<Vec<SandboxRecord>> {
         let mut out = Vec::new();
-        for entry in fs::read_dir(self.sandbox_states())? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "json") {
-                out.push(read_json(&path)?);
+        for id in json_stems(&self.sandbox_states())? {
+            if self.terminated_state(&id).exists() {
+                remove_if_present(&self.sandbox_state(&id))?;
+                continue;
+            }
+            let rec: SandboxRecord = read_json(&self.sandbox_state(&id))?;
+            if rec.state == SandboxState::Terminated {
+                self.save_sandbox(&rec)?;
+            } else {
+                out.push(rec);
             }
         }
         Ok(out)
@@ -143,15 +198,7 @@ impl Layout {
 
     /// The ids of every recorded checkpoint, sorted.
     pub fn checkpoint_ids(&self) -> io::Result<Vec<String>> {
-        let mut ids = Vec::new();
-        for entry in fs::read_dir(self.checkpoint_states())? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "json") {
-                if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
-                    ids.push(stem.to_owned());
-                }
-            }
-        }
+        let mut ids = json_stems(&self.checkpoint_states())?;
         ids.sort_unstable();
         Ok(ids)
     }
@@ -164,7 +211,8 @@ impl Layout {
     }
 
     pub fn remove_sandbox(&self, sandbox_id: &str) -> io::Result<bool> {
-        remove_if_present(&self.sandbox_states().join(format!("{sandbox_id}.json")))
+        let live = remove_if_present(&self.sandbox_state(sandbox_id))?;
+        Ok(remove_if_present(&self.terminated_state(sandbox_id))? || live)
     }
 
     /// Drops the provision and restore records that answered with this sandbox, so a replay
@@ -184,8 +232,34 @@ impl Layout {
     }
 
     fn request_path(&self, scope: &str, key: &str) -> PathBuf {
-        let h = hex::encode(Sha256::digest(format!("{scope}\0{key}").as_bytes()));
-        self.requests().join(format!("{scope}-{h}.json"))
+        self.requests().join(key_file(scope, key))
+    }
+
+    fn intent_path(&self, scope: &str, key: &str) -> PathBuf {
+        self.intents().join(key_file(scope, key))
+    }
+
+    pub fn save_intent(&self, intent: &CreateIntent) -> io::Result<()> {
+        write_json(&self.intent_path(&intent.scope, &intent.key), intent)
+    }
+
+    pub fn load_intent(&self, scope: &str, key: &str) -> io::Result<Option<CreateIntent>> {
+        read_json_if_present(&self.intent_path(scope, key))
+    }
+
+    pub fn remove_intent(&self, scope: &str, key: &str) -> io::Result<bool> {
+        remove_if_present(&self.intent_path(scope, key))
+    }
+
+    pub fn load_intents(&self) -> io::Result<Vec<CreateIntent>> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(self.intents())? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                out.push(read_json(&path)?);
+            }
+        }
+        Ok(out)
     }
 
     pub fn load_request(&self, scope: &str, key: &str) -> io::Result<Option<StoredRequest>> {
@@ -195,6 +269,25 @@ impl Layout {
     pub fn save_request(&self, scope: &str, key: &str, req: &StoredRequest) -> io::Result<()> {
         write_json(&self.request_path(scope, key), req)
     }
+}
+
+/// The names of the `.json` files in `dir`, without the extension.
+fn json_stems(dir: &Path) -> io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "json") {
+            if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
+                out.push(stem.to_owned());
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn key_file(scope: &str, key: &str) -> String {
+    let h = hex::encode(Sha256::digest(format!("{scope}\0{key}").as_bytes()));
+    format!("{scope}-{h}.json")
 }
 
 /// A stable digest of what a request asks for, to tell a replay from a reused key.

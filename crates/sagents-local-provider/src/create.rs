@@ -1,0 +1,279 @@
+//! Creating a sandbox (`POST /v3/sandboxes` here; restores share the steps) exactly once per
+//! idempotency key, even when the provider is killed half-way: the key's intent (the sandbox
+//! id it creates) is recorded before anything of the sandbox exists, and removed once the
+//! answer is recorded. A retry with the key, and the next start, remove whatever an
+//! interrupted attempt left behind; the retry then creates the sandbox again under that id.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use chrono::Utc;
+
+use super::engine::{check_key, check_name, check_spec, internal, Engine, PROVIDER_ID};
+use super::error::ApiError;
+use super::faults::FaultPoint;
+use super::paths;
+use super::process::{self, Leader};
+use super::state::{fingerprint, CreateIntent, Layout, SandboxRecord, StoredRequest};
+use sagents_plugin_api::spec::WorkspaceMode;
+use sagents_plugin_api::wire::{ProvisionRequest, SandboxHandle, SandboxRef, SandboxState};
+
+fn key_reused(scope: &str) -> ApiError {
+    ApiError::conflict(
+        "idempotency.key_reused",
+        format!("idempotency_key was already used for a different {scope} request"),
+    )
+}
+
+/// Kills what an interrupted creation started and removes its state and (isolated) files;
+/// an active workspace's host folder is left alone. `leaders` are the tagged live leaders.
+pub(super) fn undo(
+    layout: &Layout,
+    intent: &CreateIntent,
+    leaders: &HashMap<String, Leader>,
+) -> std::io::Result<()> {
+    let id = &intent.sandbox_id;
+    let recorded = layout.load_sandbox(id)?.and_then(|rec| rec.leader);
+    for leader in recorded.iter().chain(leaders.get(id)) {
+        leader.kill_group_blocking()?;
+    }
+    layout.remove_sandbox(id)?;
+    if intent.workspace_mode == WorkspaceMode::Isolated {
+        match std::fs::remove_dir_all(layout.sandbox_dirs().join(id)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    layout.save_intent(&CreateIntent {
+        undone: true,
+        ..intent.clone()
+    })
+}
+
+/// What a create call does: answer from the record, or create this sandbox.
+pub(super) enum Begin {
+    Replay(Box<SandboxHandle>),
+    Create(String),
+}
+
+impl Engine {
+    pub(super) fn replay(
+        &self,
+        scope: &str,
+        key: &str,
+        fp: &str,
+    ) -> Result<Option<SandboxHandle>, ApiError> {
+        let stored = self
+            .layout
+            .load_request(scope, key)
+            .map_err(|e| internal("reading the idempotency record", e))?;
+        match stored {
+            Some(s) if s.fingerprint == fp => Ok(Some(s.handle)),
+            Some(_) => Err(key_reused(scope)),
+            None => Ok(None),
+        }
+    }
+
+    /// A replayed answer carries a grant only while its sandbox generation still runs.
+    pub(super) async fn with_fresh_grant(&self, mut handle: SandboxHandle) -> SandboxHandle {
+        if let Ok(slot) = self.slot(&handle.r#ref.sandbox_id) {
+            let rec = slot.lock().await;
+            if rec.generation == handle.generation {
+                handle.grant = self.handle_of(&rec).grant;
+            }
+        }
+        handle
+    }
+
+    /// Under the create lock: the recorded answer for the key, or the sandbox id to create
+    /// (an interrupted attempt's, once what it left behind is gone).
+    pub(super) async fn begin_create(
+        &self,
+        scope: &str,
+        key: &str,
+        fp: &str,
+    ) -> Result<Begin, ApiError> {
+        if let Some(h) = self.replay(scope, key, fp)? {
+            return Ok(Begin::Replay(Box::new(self.with_fresh_grant(h).await)));
+        }
+        let intent = self
+            .layout
+            .load_intent(scope, key)
+            .map_err(|e| internal("reading the creation intent", e))?;
+        match intent {
+            Some(i) if i.fingerprint != fp => Err(key_reused(scope)),
+            Some(i) => {
+                if !i.undone {
+                    undo(&self.layout, &i, &process::tagged_leaders())
+                        .map_err(|e| internal("removing an interrupted creation", e))?;
+                }
+                Ok(Begin::Create(i.sandbox_id))
+            }
+            None => Ok(Begin::Create(format!(
+                "sbx_{}",
+                uuid::Uuid::now_v7().simple()
+            ))),
+        }
+    }
+
+    pub(super) fn record_intent(&self, intent: &CreateIntent) -> Result<(), ApiError> {
+        self.layout
+            .save_intent(intent)
+            .map_err(|e| internal("recording the creation", e))?;
+        self.crash_after(FaultPoint::CreateIntent)
+    }
+
+    pub(super) fn crash_after(&self, step: FaultPoint) -> Result<(), ApiError> {
+        match self.faults.crashes_after(step) {
+            true => Err(ApiError::crashed(step)),
+            false => Ok(()),
+        }
+    }
+
+    /// A failed creation removes what it made and its intent; a crash leaves them.
+    pub(super) fn settle(
+        &self,
+        intent: &CreateIntent,
+        made: Result<(SandboxHandle, bool), ApiError>,
+    ) -> Result<(SandboxHandle, bool), ApiError> {
+        if let Err(e) = &made {
+            if !e.is_crash() {
+                let undone = undo(&self.layout, intent, &process::tagged_leaders())
+                    .and_then(|_| self.layout.remove_intent(&intent.scope, &intent.key));
+                if let Err(u) = undone {
+                    tracing::warn!(sandbox_id = %intent.sandbox_id, error = %u, "could not remove a failed creation");
+                }
+            }
+        }
+        made
+    }
+
+    async fn workspace_in_use(&self, dir: &Path) -> bool {
+        for slot in self.slots() {
+            let rec = slot.lock().await;
+            if rec.dir == dir && rec.state.holds_compute() && rec.state != SandboxState::Lost {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `POST /v3/sandboxes`; the bool is false for a replay.
+    pub async fn provision(
+        &self,
+        req: &ProvisionRequest,
+    ) -> Result<(SandboxHandle, bool), ApiError> {
+        check_spec(&req.spec)?;
+        check_name("owner_run_id", &req.owner_run_id)?;
+        check_name("tenant_id", &req.tenant_id)?;
+        check_key(&req.idempotency_key)?;
+        let fp = fingerprint(&(&req.spec, &req.owner_run_id, &req.tenant_id));
+        let _guard = self.create_lock.lock().await;
+        let id = match self
+            .begin_create("provision", &req.idempotency_key, &fp)
+            .await?
+        {
+            Begin::Replay(h) => return Ok((*h, false)),
+            Begin::Create(id) => id,
+        };
+        let dir = match (&req.spec.workspace_mode, &req.spec.host_workspace) {
+            (WorkspaceMode::ActiveWorkspace, Some(host)) => {
+                let dir = paths::resolve_workspace(&self.cfg.workspace_root, host).map_err(|e| {
+                    ApiError::invalid(
+                        "sandbox.workspace_outside_root",
+                        format!("sandbox_spec.host_workspace: {e}; it must lie inside the workspace root"),
+                    )
+                })?;
+                if self.workspace_in_use(&dir).await {
+                    return Err(ApiError::conflict(
+                        "sandbox.workspace_in_use",
+                        "another live sandbox has this workspace mounted",
+                    ));
+                }
+                dir
+            }
+            _ => self.layout.sandbox_dirs().join(&id),
+        };
+        let intent = CreateIntent {
+            scope: "provision".into(),
+            key: req.idempotency_key.clone(),
+            fingerprint: fp,
+            sandbox_id: id,
+            workspace_mode: req.spec.workspace_mode,
+            dir,
+            undone: false,
+        };
+        self.record_intent(&intent)?;
+        let made = self.provision_steps(req, &intent).await;
+        self.settle(&intent, made)
+    }
+
+    async fn provision_steps(
+        &self,
+        req: &ProvisionRequest,
+        intent: &CreateIntent,
+    ) -> Result<(SandboxHandle, bool), ApiError> {
+        let dir = intent.dir.clone();
+        if intent.workspace_mode == WorkspaceMode::Isolated {
+            std::fs::create_dir_all(&dir).map_err(|e| internal("creating the sandbox", e))?;
+        }
+        self.crash_after(FaultPoint::CreateFiles)?;
+        let leader = process::spawn_leader(&dir, &intent.sandbox_id)
+            .map_err(|e| internal("starting the sandbox", e))?;
+        self.crash_after(FaultPoint::CreateLeader)?;
+        let now = Utc::now();
+        let rec = SandboxRecord {
+            r#ref: SandboxRef {
+                sandbox_id: intent.sandbox_id.clone(),
+                provider_id: PROVIDER_ID.into(),
+                provider_version: env!("CARGO_PKG_VERSION").into(),
+                tenant_id: req.tenant_id.clone(),
+                owner_run_id: req.owner_run_id.clone(),
+                spec_hash: req.spec.spec_hash.clone(),
+                policy_hash: req.spec.policy_hash.clone(),
+            },
+            state: SandboxState::Ready,
+            revision: 1,
+            generation: 1,
+            attached_clients: 0,
+            workspace_mode: req.spec.workspace_mode,
+            dir,
+            resources: req.spec.resources.clone(),
+            leader: Some(leader),
+            created_at: now,
+            updated_at: now,
+            releases: Default::default(),
+            forgotten: false,
+        };
+        self.finish_create(rec, intent)
+    }
+
+    /// Saves the sandbox, then the key's answer, then drops the intent.
+    pub(super) fn finish_create(
+        &self,
+        rec: SandboxRecord,
+        intent: &CreateIntent,
+    ) -> Result<(SandboxHandle, bool), ApiError> {
+        self.save(&rec)?;
+        self.crash_after(FaultPoint::CreateState)?;
+        let mut stored = self.handle_of(&rec);
+        stored.grant = None;
+        self.layout
+            .save_request(
+                &intent.scope,
+                &intent.key,
+                &StoredRequest {
+                    fingerprint: intent.fingerprint.clone(),
+                    handle: stored,
+                },
+            )
+            .map_err(|e| internal("saving the idempotency record", e))?;
+        let handle = self.handle_of(&rec);
+        self.insert(rec);
+        self.crash_after(FaultPoint::CreateRecord)?;
+        if let Err(e) = self.layout.remove_intent(&intent.scope, &intent.key) {
+            tracing::warn!(sandbox_id = %intent.sandbox_id, error = %e, "could not remove a finished creation's intent");
+        }
+        Ok((handle, true))
+    }
+}
