@@ -24,8 +24,8 @@ pub enum Verdict {
     FalselyReleased,
 }
 
-/// A sandbox younger than `min_age` whose run exists is left alone: its bind may not be
-/// recorded yet.
+/// A sandbox younger than `min_age` whose live run exists is left alone: its bind may not be
+/// recorded yet. A run that has ended binds nothing more, so it owns no other sandbox.
 pub fn judge(
     item: &InventoryItem,
     run: Option<&RunView>,
@@ -53,6 +53,9 @@ pub fn judge(
             ResourceState::Released => Verdict::FalselyReleased,
             _ => Verdict::Keep,
         };
+    }
+    if run.state.is_terminal() {
+        return Verdict::Orphan("run_ended");
     }
     let young = item.created_at.is_none_or(|at| now - at < min_age);
     if record.bind_idempotency_key.is_some() || young {

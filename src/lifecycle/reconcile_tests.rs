@@ -160,6 +160,15 @@ fn sandboxes_no_record_owns_are_orphans() {
         judge(&old, Some(&moved), now, min),
         Verdict::Orphan("not_bound")
     );
+    // A run that ended binds nothing more: a sandbox it does not hold goes at any age, even
+    // one provisioned under a bind key that was never recorded.
+    let mut ended = record(&run, ResourceState::Released, Some("sbx_2"));
+    ended.bind_idempotency_key = Some("k".into());
+    let ended = view(RunState::Completed, Some(ended));
+    assert_eq!(
+        judge(&sbx, Some(&ended), now, min),
+        Verdict::Orphan("run_ended")
+    );
 }
 
 #[test]
