@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use tracing::Instrument;
 
 mod calls;
+mod rebase;
 use calls::call_status;
 
 use super::attention::{self, AttentionPolicy};
@@ -44,6 +45,9 @@ pub enum Processed {
     RunFailed,
     /// Another holder owns the run (lease lost or a concurrent write): stopped at once.
     Superseded,
+    /// A wake-up landed while the provider was answering: the answer was kept and the record
+    /// left due at once, for the next claim to plan from the fresh run.
+    Rebased,
     /// The step budget ran out; the record is still due and will be picked up again.
     StepLimit,
 }
@@ -367,7 +371,7 @@ impl Coordinator {
             _ => "forced_terminate",
         };
         counters.release(asked.as_str(), outcome);
-        self.commit(w, Next::plain(record)).await
+        self.commit_answer(w, Next::plain(record)).await
     }
 
     async fn bind(
@@ -416,7 +420,7 @@ impl Coordinator {
                 next
             }
         };
-        self.commit(w, next).await
+        self.commit_answer(w, next).await
     }
 
     /// Writes an outcome, deciding first whether the record is due again now: level-triggered,

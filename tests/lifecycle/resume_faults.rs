@@ -5,14 +5,18 @@
 
 use sagents::store::Backend;
 
+use sagents::lifecycle::coordinator::Processed;
+
 use super::fixture::ax_with_faults;
 use super::{assert_gone, running};
+use crate::common::app::until;
 
 crate::on_both_backends!(
     a_reply_attaches_at_once_while_every_snapshot_fails,
     a_reply_settles_a_lost_release_answer_at_once,
     a_reply_never_attaches_to_a_sandbox_an_earlier_attempt_released,
     a_failing_restore_is_retried_within_a_second_while_the_human_waits,
+    a_reply_during_the_release_call_keeps_its_answer,
 );
 
 async fn a_reply_attaches_at_once_while_every_snapshot_fails(backend: Backend) {
@@ -136,4 +140,42 @@ async fn a_failing_restore_is_retried_within_a_second_while_the_human_waits(back
     }
     assert_eq!(ax.drain().await, 1);
     assert_eq!(ax.record(&run).await["state"], "active");
+}
+
+async fn a_reply_during_the_release_call_keeps_its_answer(backend: Backend) {
+    // The reply bumps the record while the provider is still answering; the answer stands.
+    let ax = ax_with_faults(backend, "release=delay_ms=1500:times=1").await;
+    let (session, run, _claim, pid) = ax.suspended_with_work().await;
+    let store = ax.driver.store.clone();
+    let mut work = store
+        .claim_lifecycle_work("driver:w0", 1, chrono::Duration::seconds(30))
+        .await
+        .unwrap();
+    assert_eq!(work.len(), 1);
+    let work = work.remove(0);
+    let (processed, _) = tokio::join!(ax.driver.coordinator.process(work), async {
+        until(|| async { ax.record(&run).await["state"] == "release_requested" }).await;
+        ax.approve(&session).await
+    });
+    assert_eq!(
+        processed.unwrap(),
+        Processed::Rebased,
+        "the reply landed mid-call"
+    );
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "released", "{record}");
+    assert_gone(pid, "the snapshot and terminate happened").await;
+
+    assert!(ax.drain().await >= 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "active", "{record}");
+    let counters = &store.metrics().lifecycle;
+    assert_eq!(
+        counters.provider_calls("release", "ok"),
+        1,
+        "never asked twice"
+    );
+    assert_eq!(counters.release_duplicates("snapshot_and_terminate"), 0);
+    let resumed = ax.claim().await;
+    assert_eq!(ax.sh(&resumed, "cat state.txt").await, "v1");
 }
