@@ -2,6 +2,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -11,6 +12,7 @@ use utoipa_axum::routes;
 use super::auth::Admin;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, CheckContext, Command, PathIds};
+use super::idempotency::ReplayWith;
 use crate::domain::token::{Role, TokenInfo};
 use crate::domain::TokenId;
 use crate::http::state::AppState;
@@ -58,6 +60,7 @@ pub struct TokenList {
     request_body = CreateToken,
     responses(
         (status = 201, description = "The token with its secret, shown once", body = CreatedToken),
+        (status = 409, description = "`token.already_created`: a replay under the same `Idempotency-Key`; the secret is never shown again, the detail names the token", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`request.invalid` on `tenant`: malformed, or given for an admin token", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -66,13 +69,24 @@ async fn create_token(
     State(state): State<AppState>,
     _admin: Admin,
     ApiJson(cmd): ApiJson<CreateToken>,
-) -> Result<(StatusCode, Json<CreatedToken>), ApiError> {
+) -> Result<Response, ApiError> {
     let tenant = tenant_for(cmd.role, cmd.tenant.as_deref())?;
     let (token, secret) = state
         .store
         .create_token(cmd.role, tenant.as_deref())
         .await?;
-    Ok((StatusCode::CREATED, Json(CreatedToken { token, secret })))
+    let replay = ApiError::new(
+        StatusCode::CONFLICT,
+        "token.already_created",
+        format!(
+            "this Idempotency-Key already created token {}; its secret was shown only once \
+             (revoke the token and create another if the secret was lost)",
+            token.id
+        ),
+    );
+    let mut res = (StatusCode::CREATED, Json(CreatedToken { token, secret })).into_response();
+    res.extensions_mut().insert(ReplayWith::problem(&replay));
+    Ok(res)
 }
 
 #[utoipa::path(

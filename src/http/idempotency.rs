@@ -21,6 +21,27 @@ use crate::store::{IdempotencyBegin, Store};
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
+/// Set on a response whose replay must not repeat it (it carries a secret): the layer
+/// stores this answer for replays instead of the response itself.
+#[derive(Debug, Clone)]
+pub struct ReplayWith {
+    status: StatusCode,
+    content_type: &'static str,
+    body: Bytes,
+}
+
+impl ReplayWith {
+    pub fn problem(error: &ApiError) -> Self {
+        Self {
+            status: error.status,
+            content_type: super::error::PROBLEM_JSON,
+            body: serde_json::to_vec(&error.problem())
+                .unwrap_or_default()
+                .into(),
+        }
+    }
+}
+
 pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
     if req.method() != Method::POST || !req.headers().contains_key(&IDEMPOTENCY_KEY) {
         return next.run(req).await;
@@ -89,7 +110,7 @@ async fn handle(state: AppState, req: Request, next: Next) -> Result<Response, R
         );
         return Err(ApiError::unavailable("the request took too long; retry it").into_response());
     };
-    let (res_parts, res_body) = res.into_parts();
+    let (mut res_parts, res_body) = res.into_parts();
     let Ok(collected) = res_body.collect().await else {
         pending.abort().await;
         return Err(ApiError::internal().into_response());
@@ -97,6 +118,10 @@ async fn handle(state: AppState, req: Request, next: Next) -> Result<Response, R
     let body = collected.to_bytes();
     if res_parts.status.is_server_error() {
         pending.abort().await;
+    } else if let Some(r) = res_parts.extensions.remove::<ReplayWith>() {
+        pending
+            .finish(r.status.as_u16(), &envelope(r.content_type, &r.body))
+            .await;
     } else {
         let content_type = res_parts
             .headers

@@ -4,6 +4,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::common::app::{expect_json, expect_problem, hash, TestApp};
+use crate::common::db::column_text;
 use crate::on_both_backends;
 use sagents::domain::token::Role;
 use sagents::store::Backend;
@@ -80,6 +81,29 @@ async fn tokens_and_roles(backend: Backend) {
     let secret = created["secret"].as_str().unwrap().to_owned();
     let token_id = created["id"].as_str().unwrap().to_owned();
     app.post_ok("/v1/sessions", &secret, &json!({}), 201).await;
+
+    // A replay never shows the secret again: it names the token that was created.
+    let keyed = || {
+        app.request(Method::POST, "/v1/admin/tokens", &app.admin)
+            .header("idempotency-key", "mint-1")
+            .json(&json!({"role": "runtime", "tenant": "acme"}))
+    };
+    let first = expect_json(keyed().send().await.unwrap(), 201).await;
+    let again = keyed().send().await.unwrap();
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let problem = expect_problem(again, 409, "token.already_created", None).await;
+    assert!(problem["detail"]
+        .as_str()
+        .unwrap()
+        .contains(first["id"].as_str().unwrap()));
+    assert!(!problem.to_string().contains("sag_"));
+    let stored = column_text(&app.database_url, "idempotency_keys", "response_body").await;
+    assert!(
+        !stored
+            .iter()
+            .any(|body| body.contains(first["secret"].as_str().unwrap())),
+        "no secret is stored with the idempotent response"
+    );
 
     let listed = app.get_ok("/v1/admin/tokens", &app.admin).await;
     assert!(listed["tokens"]

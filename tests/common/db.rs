@@ -69,3 +69,24 @@ pub async fn store_with(
     store.migrate().await.expect("migrate the test database");
     (store, db)
 }
+
+/// Every value of one BLOB/BYTEA or TEXT column, read straight from the database behind the
+/// store (lossy UTF-8): for checking what is stored at rest.
+pub async fn column_text(url: &str, table: &str, column: &str) -> Vec<String> {
+    let rows: Vec<(Vec<u8>,)> = if url.starts_with("sqlite:") {
+        let sql = format!("SELECT CAST({column} AS BLOB) FROM {table} WHERE {column} IS NOT NULL");
+        let pool = sqlx::SqlitePool::connect(url).await.expect("open sqlite");
+        let rows = sqlx::query_as(&sql).fetch_all(&pool).await.unwrap();
+        pool.close().await;
+        rows
+    } else {
+        let sql = format!("SELECT {column}::bytea FROM {table} WHERE {column} IS NOT NULL");
+        let pool = sqlx::PgPool::connect(url).await.expect("open postgres");
+        let rows = sqlx::query_as(&sql).fetch_all(&pool).await.unwrap();
+        pool.close().await;
+        rows
+    };
+    rows.into_iter()
+        .map(|(b,)| String::from_utf8_lossy(&b).into_owned())
+        .collect()
+}
