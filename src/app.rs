@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Config, Secret};
 use crate::domain::validate;
 use crate::http::state::AppState;
 use crate::lifecycle::attention::AttentionPolicy;
@@ -66,7 +66,12 @@ impl Application {
         )
         .await?;
         store.migrate().await?;
-        let grant_secret = match config.grant_secret.as_deref().filter(|s| !s.is_empty()) {
+        let grant_secret = match config
+            .grant_secret
+            .as_ref()
+            .map(Secret::expose)
+            .filter(|s| !s.is_empty())
+        {
             Some(secret) => secret.to_owned(),
             None => {
                 store
@@ -247,7 +252,7 @@ fn spawn_background_tasks(state: &AppState) -> Vec<JoinHandle<()>> {
     }
     if state.store.backend() == Backend::Postgres {
         tasks.push(tokio::spawn(run_pg_listener(
-            state.config.database_url.clone(),
+            state.config.database_url.expose(),
             state.hub.clone(),
             state.shutdown.receiver(),
         )));

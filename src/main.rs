@@ -64,16 +64,5 @@ async fn open_store(config: &Config) -> anyhow::Result<Store> {
         Arc::new(Metrics::default()),
     )
     .await
-    .with_context(|| format!("cannot open the database {}", redact(&config.database_url)))
-}
-
-/// Hides a password in a database URL before it is printed.
-fn redact(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        _ => url.to_owned(),
-    }
+    .with_context(|| format!("cannot open the database {}", config.database_url))
 }

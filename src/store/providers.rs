@@ -5,8 +5,9 @@ use super::{Store, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::validate;
 
-/// A registered sandbox provider. The token is needed to call it and is never listed.
-#[derive(Debug, Clone, PartialEq)]
+/// A registered sandbox provider. The token is needed to call it and is never listed (nor
+/// printed by `Debug`).
+#[derive(Clone, PartialEq)]
 pub struct ProviderRecord {
     pub provider_id: String,
     pub base_url: String,
@@ -14,6 +15,19 @@ pub struct ProviderRecord {
     pub capabilities: serde_json::Value,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for ProviderRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderRecord")
+            .field("provider_id", &self.provider_id)
+            .field("base_url", &self.base_url)
+            .field("token", &"***")
+            .field("capabilities", &self.capabilities)
+            .field("created_at", &self.created_at)
+            .field("updated_at", &self.updated_at)
+            .finish()
+    }
 }
 
 impl Store {

@@ -236,6 +236,11 @@ async fn providers_are_upserted_and_listed(backend: Backend) {
         .unwrap();
     assert_eq!(b2.base_url, "http://127.0.0.1:9002");
     assert_eq!(b2.token, "t2");
+    let printed = format!("{b2:?}");
+    assert!(
+        printed.contains("zeta") && !printed.contains("\"t2\""),
+        "{printed}"
+    );
     assert_eq!(b2.created_at, b.created_at);
     assert_eq!(b2.updated_at, f.store.now());
     assert_eq!(

@@ -7,6 +7,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::domain::token::Role;
 
+mod secret;
+pub use secret::{DatabaseUrl, Secret};
+
 /// Beyond the longest long-poll, the time a request has to read its body and answer.
 pub const REQUEST_MARGIN: Duration = Duration::from_secs(15);
 
@@ -92,7 +95,7 @@ pub struct Config {
         default_value = "sqlite://data/sagents.db",
         global = true
     )]
-    pub database_url: String,
+    pub database_url: DatabaseUrl,
 
     #[arg(
         long,
@@ -139,7 +142,7 @@ pub struct Config {
         hide_env_values = true,
         global = true
     )]
-    pub grant_secret: Option<String>,
+    pub grant_secret: Option<Secret>,
 
     /// Failed attempts after which a release that cannot be confirmed needs an operator
     /// (`needs_attention`).
@@ -183,7 +186,7 @@ impl Config {
     /// The defaults, as `sagents serve` with no flags and no environment would use them.
     pub fn with_database(database_url: impl Into<String>) -> Self {
         Self {
-            database_url: database_url.into(),
+            database_url: DatabaseUrl::from(database_url.into()),
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             workers: 8,
             worker_batch: 16,
@@ -223,6 +226,32 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_never_prints_a_secret() {
+        let mut c = Config::with_database("postgres://app:hunter2@db/sagents");
+        c.grant_secret = Some("s3cret-grant-key".parse().unwrap());
+        let printed = format!("{c:?}");
+        assert!(printed.contains("app:***@db"), "{printed}");
+        assert!(
+            !printed.contains("hunter2") && !printed.contains("s3cret"),
+            "{printed}"
+        );
+        let cli = Cli::try_parse_from([
+            "sagents",
+            "--database-url",
+            "postgres://app:hunter2@db/sagents",
+            "--grant-secret",
+            "s3cret-grant-key",
+            "serve",
+        ])
+        .unwrap();
+        assert_eq!(
+            cli.config.grant_secret.as_ref().map(Secret::expose),
+            Some("s3cret-grant-key")
+        );
+        assert!(!format!("{cli:?}").contains("hunter2"));
+    }
 
     #[test]
     fn an_idempotency_key_is_in_flight_no_longer_than_its_request_may_run() {
@@ -278,7 +307,7 @@ mod tests {
             "postgres://x/y",
         ])
         .unwrap();
-        assert_eq!(cli.config.database_url, "postgres://x/y");
+        assert_eq!(&*cli.config.database_url, "postgres://x/y");
         match cli.command {
             Command::Token(TokenCommand::Create { role, tenant }) => {
                 assert_eq!(Role::from(role), Role::Runtime);
