@@ -1,5 +1,6 @@
-//! Wake-ups: session revision changes (snapshot long-polls) and new claimable work.
-//! Local publishes wake waiters on this replica at once; with PostgreSQL the same events
+//! Wake-ups: session revision changes (snapshot long-polls), new session events (event
+//! streams), changes to a tenant's pending interactions (inbox long-polls) and new claimable
+//! work. Local publishes wake waiters on this replica at once; with PostgreSQL the same events
 //! travel between replicas through LISTEN/NOTIFY on one channel.
 
 use std::collections::HashMap;
@@ -18,6 +19,10 @@ const REMOTE_TRUST: Duration = Duration::from_secs(1);
 pub struct ChangeHub {
     sessions: Mutex<HashMap<String, watch::Sender<i64>>>,
     work: watch::Sender<u64>,
+    /// Per session: the last event sequence published.
+    events: Arc<Topics>,
+    /// Per tenant: bumped whenever one of its interactions becomes or stops being pending.
+    inboxes: Arc<Topics>,
     /// Known revisions and snapshots, kept current by every publish.
     pub cache: SnapshotCache,
 }
@@ -27,6 +32,8 @@ impl Default for ChangeHub {
         Self {
             sessions: Mutex::new(HashMap::new()),
             work: watch::channel(0).0,
+            events: Arc::default(),
+            inboxes: Arc::default(),
             cache: SnapshotCache::default(),
         }
     }
@@ -62,6 +69,74 @@ impl Drop for SessionWatch {
     }
 }
 
+/// Watch channels by key, created on first subscription and freed with the last one.
+#[derive(Debug, Default)]
+pub struct Topics(Mutex<HashMap<String, watch::Sender<i64>>>);
+
+/// A subscription to one key of a [`Topics`].
+pub struct TopicWatch {
+    topics: Arc<Topics>,
+    key: String,
+    rx: watch::Receiver<i64>,
+}
+
+impl TopicWatch {
+    /// Resolves once something was published for the key (or a resync) since the last call.
+    pub async fn changed(&mut self) {
+        if self.rx.changed().await.is_err() {
+            // The sender lives in the map while this receiver does; never reached.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for TopicWatch {
+    fn drop(&mut self) {
+        let mut map = self.topics.lock();
+        if map
+            .get(&self.key)
+            .is_some_and(|tx| tx.receiver_count() <= 1)
+        {
+            map.remove(&self.key);
+        }
+    }
+}
+
+impl Topics {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, watch::Sender<i64>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn subscribe(self: &Arc<Self>, key: &str) -> TopicWatch {
+        let rx = self
+            .lock()
+            .entry(key.to_owned())
+            .or_insert_with(|| watch::channel(0).0)
+            .subscribe();
+        TopicWatch {
+            topics: self.clone(),
+            key: key.to_owned(),
+            rx,
+        }
+    }
+
+    fn publish(&self, key: &str, value: i64) {
+        if let Some(tx) = self.lock().get(key) {
+            tx.send_replace(value);
+        }
+    }
+
+    fn wake_all(&self) {
+        for tx in self.lock().values() {
+            tx.send_modify(|_| {});
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
 impl ChangeHub {
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
@@ -92,6 +167,29 @@ impl ChangeHub {
         }
     }
 
+    /// Wakes on every event committed to the session's log.
+    pub fn subscribe_events(&self, session_id: &str) -> TopicWatch {
+        self.events.subscribe(session_id)
+    }
+
+    pub fn publish_events(&self, session_id: &str, last_sequence: i64) {
+        self.events.publish(session_id, last_sequence);
+    }
+
+    /// Wakes whenever an interaction of the tenant becomes or stops being pending.
+    pub fn subscribe_inbox(&self, tenant: &str) -> TopicWatch {
+        self.inboxes.subscribe(tenant)
+    }
+
+    pub fn publish_inbox(&self, tenant: &str) {
+        self.inboxes.publish(tenant, 0);
+    }
+
+    /// Event streams and inbox long-polls held on this replica (subscribed keys).
+    pub fn streams_and_inboxes(&self) -> (usize, usize) {
+        (self.events.len(), self.inboxes.len())
+    }
+
     pub fn subscribe_work(&self) -> watch::Receiver<u64> {
         self.work.subscribe()
     }
@@ -108,6 +206,8 @@ impl ChangeHub {
             tx.send_modify(|_| {});
         }
         drop(map);
+        self.events.wake_all();
+        self.inboxes.wake_all();
         self.publish_work();
     }
 
@@ -118,22 +218,35 @@ impl ChangeHub {
             .len()
     }
 
-    /// Applies a payload received from another replica (`s:<session_id>:<revision>` or `w`).
+    /// Applies a payload received from another replica (`s:<session_id>:<revision>`,
+    /// `e:<session_id>:<sequence>`, `t:<tenant>` or `w`); unknown payloads are ignored.
     pub fn apply_remote(&self, payload: &str) {
+        let numbered = |rest: &str| {
+            rest.rsplit_once(':')
+                .and_then(|(id, n)| Some((id.to_owned(), n.parse::<i64>().ok()?)))
+        };
         if payload == "w" {
             self.publish_work();
-        } else if let Some(rest) = payload.strip_prefix("s:") {
-            if let Some((id, rev)) = rest.rsplit_once(':') {
-                if let Ok(rev) = rev.parse() {
-                    self.publish_session(id, rev);
-                }
-            }
+        } else if let Some((id, rev)) = payload.strip_prefix("s:").and_then(numbered) {
+            self.publish_session(&id, rev);
+        } else if let Some((id, seq)) = payload.strip_prefix("e:").and_then(numbered) {
+            self.publish_events(&id, seq);
+        } else if let Some(tenant) = payload.strip_prefix("t:") {
+            self.publish_inbox(tenant);
         }
     }
 }
 
 pub fn session_payload(session_id: &str, revision: i64) -> String {
     format!("s:{session_id}:{revision}")
+}
+
+pub fn events_payload(session_id: &str, last_sequence: i64) -> String {
+    format!("e:{session_id}:{last_sequence}")
+}
+
+pub fn inbox_payload(tenant: &str) -> String {
+    format!("t:{tenant}")
 }
 
 pub const WORK_PAYLOAD: &str = "w";
@@ -199,6 +312,27 @@ mod tests {
         assert_eq!(hub.waiting_sessions(), 1);
         drop(w);
         assert_eq!(hub.waiting_sessions(), 0);
+    }
+
+    #[tokio::test]
+    async fn event_and_inbox_topics_wake_their_own_waiters_only() {
+        let hub = ChangeHub::new();
+        let mut events = hub.subscribe_events("ses_a");
+        let mut inbox = hub.subscribe_inbox("acme");
+        let quick = Duration::from_millis(20);
+        hub.apply_remote(&inbox_payload("other"));
+        hub.apply_remote(&events_payload("ses_b", 9));
+        assert!(tokio::time::timeout(quick, events.changed()).await.is_err());
+        assert!(tokio::time::timeout(quick, inbox.changed()).await.is_err());
+        hub.apply_remote(&events_payload("ses_a", 9));
+        hub.apply_remote(&inbox_payload("acme"));
+        assert!(tokio::time::timeout(quick, events.changed()).await.is_ok());
+        assert!(tokio::time::timeout(quick, inbox.changed()).await.is_ok());
+        hub.resync();
+        assert!(tokio::time::timeout(quick, inbox.changed()).await.is_ok());
+        assert_eq!(hub.streams_and_inboxes(), (1, 1));
+        drop((events, inbox));
+        assert_eq!(hub.streams_and_inboxes(), (0, 0));
     }
 
     #[tokio::test]

@@ -131,6 +131,11 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub long_poll_max_seconds: u64,
 
+    /// Seconds between heartbeat comments on an idle event stream.
+    #[arg(long, env = "SAGENTS_SSE_HEARTBEAT_SECONDS", default_value_t = 15, global = true,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub sse_heartbeat_seconds: u64,
+
     #[arg(long, env = "SAGENTS_BODY_LIMIT_BYTES", default_value_t = 1_048_576, global = true,
           value_parser = clap::value_parser!(u64).range(1024..=(64 * 1024 * 1024)))]
     pub body_limit_bytes: u64,
@@ -193,6 +198,7 @@ impl Config {
             lease_ttl_seconds: 30,
             lifecycle_lease_ttl_seconds: 30,
             long_poll_max_seconds: 60,
+            sse_heartbeat_seconds: 15,
             body_limit_bytes: 1_048_576,
             grant_secret: None,
             release_attempt_budget: 10,
@@ -216,6 +222,10 @@ impl Config {
     /// and writing the answer. An `Idempotency-Key` is in flight for no longer than this.
     pub fn request_deadline(&self) -> Duration {
         self.long_poll_max() + REQUEST_MARGIN
+    }
+
+    pub fn sse_heartbeat(&self) -> Duration {
+        Duration::from_secs(self.sse_heartbeat_seconds)
     }
 
     pub fn body_limit(&self) -> usize {
@@ -276,6 +286,7 @@ mod tests {
         );
         assert_eq!(cli.config.long_poll_max_seconds, d.long_poll_max_seconds);
         assert_eq!(cli.config.body_limit_bytes, d.body_limit_bytes);
+        assert_eq!(cli.config.sse_heartbeat_seconds, d.sse_heartbeat_seconds);
         assert_eq!(cli.config.release_attempt_budget, d.release_attempt_budget);
         assert_eq!(
             cli.config.attention_retry_seconds,

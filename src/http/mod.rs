@@ -9,9 +9,11 @@ pub mod auth;
 pub mod commands;
 pub mod envelope;
 pub mod error;
+pub mod events_stream;
 pub mod extract;
 pub mod health;
 pub mod idempotency;
+pub mod inbox;
 pub mod interactions;
 pub mod jobs;
 pub mod layers;
@@ -42,6 +44,8 @@ use openapi::ApiDoc;
 pub fn api_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(sessions::router())
+        .merge(events_stream::router())
+        .merge(inbox::router())
         .merge(interactions::router())
         .merge(runs::router())
         .merge(runtime::router())

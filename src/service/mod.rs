@@ -1,6 +1,8 @@
 //! Use cases that are more than one store call: long-polls, token rules, shared caches.
 
 pub mod claims;
+pub mod event_stream;
+pub mod inbox;
 pub mod providers;
 pub mod runs;
 pub mod shutdown;

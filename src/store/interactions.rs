@@ -145,7 +145,7 @@ impl Store {
             .await?;
             let run = self.set_run_state(&mut tx, &rec, to, None, None).await?;
             self.resource_due(&mut tx, run.id.as_str()).await?;
-            tx.visible(session_id.as_str());
+            tx.inbox(session_id.as_str());
             tx.event(
                 session_id.as_str(),
                 "interaction.resolved",
@@ -233,7 +233,7 @@ impl Store {
             .execute(tx.conn())
             .await?;
             let session = current.session_id.as_str();
-            tx.visible(session);
+            tx.inbox(session);
             tx.event(
                 session,
                 "interaction.expired",

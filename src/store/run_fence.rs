@@ -187,7 +187,7 @@ impl Store {
         .await?;
         for row in &cancelled {
             let id: String = row.try_get("id")?;
-            tx.visible(&session);
+            tx.inbox(&session);
             tx.event(
                 &session,
                 "interaction.cancelled",

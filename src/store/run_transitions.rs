@@ -88,7 +88,7 @@ impl Store {
                 }),
             );
             if let (Some(interaction_id), Some(i)) = (&ids.interaction_id, &cmd.interaction) {
-                tx.visible(&session);
+                tx.inbox(&session);
                 tx.event(
                     &session,
                     "interaction.created",

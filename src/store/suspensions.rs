@@ -40,9 +40,11 @@ impl Store {
             Some(i) => {
                 let id = InteractionId::new();
                 sqlx::query(
-                    "INSERT INTO interactions (id, run_id, session_id, interaction_type, status, \
-                     allowed_decisions, payload, revision, requested_at, expires_at) \
-                     VALUES ($1, $2, $3, $4, 'pending', $5, $6, 1, $7, $8)",
+                    "INSERT INTO interactions (id, run_id, session_id, tenant_id, \
+                     interaction_type, status, allowed_decisions, payload, revision, \
+                     requested_at, expires_at) VALUES ($1, $2, $3, \
+                     (SELECT tenant_id FROM sessions WHERE id = $3), $4, 'pending', $5, $6, 1, \
+                     $7, $8)",
                 )
                 .bind(id.as_str())
                 .bind(run.id.as_str())

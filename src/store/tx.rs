@@ -1,5 +1,5 @@
 //! A write transaction that also collects what the commit must announce: session revision
-//! bumps, event-log entries and new work. Sessions are bumped at the end, in id order, so
+//! bumps, event-log entries, changes to pending interactions and new work. Sessions are bumped at the end, in id order, so
 //! concurrent transactions always lock them in the same order.
 
 use std::collections::BTreeMap;
@@ -20,6 +20,8 @@ const EVENTS_PER_INSERT: usize = 200;
 #[derive(Default)]
 struct Touch {
     visible: bool,
+    /// An interaction of the session became or stopped being pending.
+    inbox: bool,
     events: Vec<(&'static str, serde_json::Value)>,
 }
 
@@ -30,6 +32,15 @@ pub(super) struct WriteTx {
     /// `(run_id, sequence, type, data)` for the operators' resource history.
     resource_events: Vec<(String, i64, &'static str, serde_json::Value)>,
     work: bool,
+    /// Filled by the commit: what to announce on this replica once it has committed.
+    announce: Announce,
+}
+
+#[derive(Default)]
+struct Announce {
+    /// `(session_id, last event sequence)`.
+    events: Vec<(String, i64)>,
+    inbox_tenants: Vec<String>,
 }
 
 impl Store {
@@ -41,6 +52,7 @@ impl Store {
             sessions: BTreeMap::new(),
             resource_events: Vec::new(),
             work: false,
+            announce: Announce::default(),
         })
     }
 }
@@ -65,6 +77,14 @@ impl WriteTx {
             .or_default()
             .events
             .push((kind, data));
+    }
+
+    /// An interaction of the session became or stopped being pending: the tenant's inbox
+    /// changed (also visible in the session).
+    pub fn inbox(&mut self, session_id: &str) {
+        let touch = self.sessions.entry(session_id.to_owned()).or_default();
+        touch.visible = true;
+        touch.inbox = true;
     }
 
     /// Appends an entry to a run's execution-resource history (operators only).
@@ -126,6 +146,12 @@ impl WriteTx {
         for (session_id, revision) in &revisions {
             hub.publish_session(session_id, *revision);
         }
+        for (session_id, last_sequence) in &self.announce.events {
+            hub.publish_events(session_id, *last_sequence);
+        }
+        for tenant in &self.announce.inbox_tenants {
+            hub.publish_inbox(tenant);
+        }
         if self.work {
             hub.publish_work();
         }
@@ -151,8 +177,8 @@ impl WriteTx {
             "UPDATE sessions SET revision = revision + v.column2, \
              updated_at = CASE WHEN v.column2 = 1 THEN $1 ELSE updated_at END, \
              event_seq = event_seq + v.column3 FROM (VALUES {}) AS v \
-             WHERE sessions.id = v.column1 RETURNING sessions.id, sessions.revision, \
-             sessions.event_seq",
+             WHERE sessions.id = v.column1 RETURNING sessions.id, sessions.tenant_id, \
+             sessions.revision, sessions.event_seq",
             value_rows(2, touched.len(), 3)
         );
         let mut update = sqlx::query(&sql).bind(now);
@@ -167,14 +193,22 @@ impl WriteTx {
             let id: String = row.try_get("id")?;
             let revision: i64 = row.try_get("revision")?;
             let last_seq: i64 = row.try_get("event_seq")?;
-            counters.insert(id, (revision, last_seq));
+            let tenant: String = row.try_get("tenant_id")?;
+            counters.insert(id, (revision, last_seq, tenant));
         }
         let mut events = Vec::new();
         let mut revisions = Vec::new();
         for (id, touch) in touched {
-            let Some(&(revision, last_seq)) = counters.get(id.as_str()) else {
+            let Some((revision, last_seq, tenant)) = counters.get(id.as_str()) else {
                 return Err(sqlx::Error::RowNotFound.into());
             };
+            let (revision, last_seq) = (*revision, *last_seq);
+            if !touch.events.is_empty() {
+                self.announce.events.push(((*id).clone(), last_seq));
+            }
+            if touch.inbox && !self.announce.inbox_tenants.contains(tenant) {
+                self.announce.inbox_tenants.push(tenant.clone());
+            }
             let first = last_seq - touch.events.len() as i64 + 1;
             for (i, (kind, data)) in touch.events.iter().enumerate() {
                 events.push((id.as_str(), first + i as i64, *kind, to_json(data)?));
@@ -185,9 +219,16 @@ impl WriteTx {
         }
         self.insert_events("session_events", "session_id", &events)
             .await?;
+        let a = &self.announce;
         let payloads: Vec<String> = revisions
             .iter()
             .map(|(id, revision)| notify::session_payload(id, *revision))
+            .chain(
+                a.events
+                    .iter()
+                    .map(|(id, seq)| notify::events_payload(id, *seq)),
+            )
+            .chain(a.inbox_tenants.iter().map(|t| notify::inbox_payload(t)))
             .collect();
         store.notify_replicas_all(&mut self.tx, &payloads).await?;
         Ok(revisions)

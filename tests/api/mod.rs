@@ -3,8 +3,10 @@
 mod auth;
 mod bad_input;
 mod cycle;
+mod events_stream;
 mod fencing;
 mod idempotency;
+mod inbox;
 mod openapi;
 mod outage;
 mod providers;

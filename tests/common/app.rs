@@ -34,6 +34,7 @@ pub struct Options {
     pub workers: Option<u32>,
     /// The background reconciler's interval; off unless set (tests drive it by hand).
     pub reconcile_interval_seconds: Option<u64>,
+    pub sse_heartbeat_seconds: Option<u64>,
 }
 
 pub struct TestApp {
@@ -70,6 +71,9 @@ impl TestApp {
         }
         if let Some(limit) = opts.body_limit_bytes {
             config.body_limit_bytes = limit;
+        }
+        if let Some(heartbeat) = opts.sse_heartbeat_seconds {
+            config.sse_heartbeat_seconds = heartbeat;
         }
         if let Some(workers) = opts.workers {
             config.workers = workers;

@@ -1,0 +1,6 @@
+-- The inbox: a tenant's pending interactions across its sessions, newest first. The tenant
+-- is copied from the session so that one index range serves a page.
+ALTER TABLE interactions ADD COLUMN tenant_id TEXT;
+UPDATE interactions i SET tenant_id = s.tenant_id FROM sessions s WHERE s.id = i.session_id;
+ALTER TABLE interactions ALTER COLUMN tenant_id SET NOT NULL;
+CREATE INDEX interactions_inbox ON interactions (tenant_id, requested_at DESC, id DESC) WHERE status = 'pending';

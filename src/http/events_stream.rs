@@ -1,0 +1,105 @@
+//! Frontend: a session's events live, as server-sent events.
+
+use std::convert::Infallible;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::Frontend;
+use super::error::{ApiError, Problem};
+use super::extract::{ApiQuery, PathIds};
+use crate::domain::SessionId;
+use crate::http::state::AppState;
+use crate::service::event_stream::EventFeed;
+use crate::store::SessionEvent;
+
+const LAST_EVENT_ID: &str = "last-event-id";
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(stream_events))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StreamQuery {
+    /// Start after this event sequence (default 0: from the start). A `Last-Event-ID`
+    /// header wins over it, so a reconnecting `EventSource` resumes where it stopped.
+    #[param(minimum = 0)]
+    pub after: Option<i64>,
+}
+
+/// Where the stream starts: `Last-Event-ID`, else `after`, else the beginning.
+fn start_after(headers: &HeaderMap, query: &StreamQuery) -> Result<i64, ApiError> {
+    let (field, after) = match headers.get(LAST_EVENT_ID) {
+        Some(v) => {
+            let parsed = v.to_str().ok().and_then(|v| v.trim().parse::<i64>().ok());
+            let Some(after) = parsed else {
+                return Err(ApiError::invalid(
+                    "Last-Event-ID",
+                    "must be the id of an event of this stream (an integer)",
+                ));
+            };
+            ("Last-Event-ID", after)
+        }
+        None => ("after", query.after.unwrap_or(0)),
+    };
+    if after < 0 {
+        return Err(ApiError::invalid(field, "must not be negative"));
+    }
+    Ok(after)
+}
+
+fn to_sse(event: &SessionEvent) -> Event {
+    let sse = Event::default()
+        .id(event.sequence.to_string())
+        .event(event.r#type.as_str());
+    // A SessionEvent always serializes; the fallback keeps the stream's framing intact.
+    sse.json_data(event)
+        .unwrap_or_else(|_| Event::default().comment("unserializable event"))
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/sessions/{session_id}/events/stream",
+    tag = "sessions",
+    params(
+        ("session_id" = SessionId, Path, description = "The session"),
+        ("Last-Event-ID" = Option<i64>, Header, description = "The `id` of the last event received; the stream resumes after it"),
+        StreamQuery,
+    ),
+    responses(
+        (status = 200, content_type = "text/event-stream", body = String, description = "The session's events in sequence order: those stored after the start, then each one as it commits (on any replica). Each has `id:` = its sequence, `event:` = its type and `data:` = the event as JSON (as in `GET /v1/sessions/{session_id}/events`). A comment line is sent when the stream has been idle for the heartbeat interval (`SAGENTS_SSE_HEARTBEAT_SECONDS`); the stream ends when the server shuts down"),
+        (status = 404, description = "`session.not_found`: no such session for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`request.invalid`: `after` or `Last-Event-ID` negative or not an integer", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+async fn stream_events(
+    State(state): State<AppState>,
+    auth: Frontend,
+    ids: PathIds,
+    ApiQuery(query): ApiQuery<StreamQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let session_id: SessionId = ids.get("session_id")?;
+    let after = start_after(&headers, &query)?;
+    let feed = EventFeed::open(
+        &state.store,
+        &state.shutdown,
+        auth.scope(),
+        &session_id,
+        after,
+    )
+    .await?;
+    let events = futures::stream::unfold(feed, |mut feed| async move {
+        let event = feed.next().await?;
+        Some((Ok(to_sse(&event)), feed))
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(state.config.sse_heartbeat())))
+}
