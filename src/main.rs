@@ -6,10 +6,12 @@ use clap::Parser;
 use sagents::app::Application;
 use sagents::clock::{Clock, SystemClock};
 use sagents::config::{Cli, Command, Config, ProviderCommand, TokenCommand};
+use sagents::domain::TokenId;
 use sagents::metrics::Metrics;
 use sagents::notify::ChangeHub;
 use sagents::providers::conformance;
-use sagents::service::tokens::tenant_for;
+use sagents::service::providers::{self, RegisterProvider};
+use sagents::service::tokens::{self, tenant_for};
 use sagents::store::Store;
 use sagents::{http, telemetry};
 
@@ -36,14 +38,67 @@ async fn main() -> anyhow::Result<()> {
                     .context("cannot render the OpenAPI document")?
             );
         }
-        Command::Token(TokenCommand::Create { role, tenant }) => {
+        Command::Token(TokenCommand::Create {
+            role,
+            tenant,
+            ttl_seconds,
+        }) => {
             let role = role.into();
             let tenant = tenant_for(role, tenant.as_deref())?;
             let store = open_store(&cli.config).await?;
             store.migrate().await.context("migration failed")?;
-            let (_, secret) = store.create_token(role, tenant.as_deref()).await?;
+            let expires_at = ttl_seconds.map(|s| store.now() + chrono::Duration::seconds(s));
+            let (_, secret) = store
+                .create_token(role, tenant.as_deref(), expires_at)
+                .await?;
             store.close().await;
             println!("{secret}");
+        }
+        Command::Token(TokenCommand::List) => {
+            let store = open_migrated(&cli.config).await?;
+            let tokens = store.list_tokens().await?;
+            store.close().await;
+            for t in tokens {
+                println!("{}", tokens::describe(&t));
+            }
+        }
+        Command::Token(TokenCommand::Revoke { id }) => {
+            let id: TokenId = id.parse().context("not a token id")?;
+            let store = open_migrated(&cli.config).await?;
+            let revoked = store.revoke_token(&id).await;
+            store.close().await;
+            println!("{}", tokens::describe(&revoked?));
+        }
+        Command::Provider(ProviderCommand::Register {
+            id,
+            url,
+            token_file,
+        }) => {
+            let token = std::fs::read_to_string(&token_file)
+                .with_context(|| format!("cannot read {}", token_file.display()))?;
+            let req = RegisterProvider {
+                provider_id: id,
+                base_url: url,
+                token: token.trim().to_owned(),
+            };
+            let store = open_migrated(&cli.config).await?;
+            let registered = providers::register_provider(&store, &req).await;
+            store.close().await;
+            let info = registered?;
+            println!("registered {} at {}", info.provider_id, info.base_url);
+        }
+        Command::Provider(ProviderCommand::List) => {
+            let store = open_migrated(&cli.config).await?;
+            let listed = providers::list_providers(&store).await;
+            store.close().await;
+            for p in listed? {
+                println!(
+                    "{}\t{}\t{}",
+                    p.provider_id,
+                    p.base_url,
+                    p.updated_at.to_rfc3339()
+                );
+            }
         }
         Command::Provider(ProviderCommand::Check { url, token }) => {
             let results = conformance::run_checks(&url, token.as_deref()).await;
@@ -53,6 +108,12 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+async fn open_migrated(config: &Config) -> anyhow::Result<Store> {
+    let store = open_store(config).await?;
+    store.migrate().await.context("migration failed")?;
+    Ok(store)
 }
 
 async fn open_store(config: &Config) -> anyhow::Result<Store> {

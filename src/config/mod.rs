@@ -49,6 +49,19 @@ pub enum ProviderCommand {
         #[arg(long)]
         token: Option<String>,
     },
+    /// Check a provider's capabilities and register it (or replace it, same id).
+    Register {
+        #[arg(long)]
+        id: String,
+        /// The provider's base URL, e.g. `http://127.0.0.1:9100`.
+        #[arg(long)]
+        url: String,
+        /// A file holding the provider's bearer token (kept off the command line).
+        #[arg(long, env = "SAGENTS_PROVIDER_TOKEN_FILE")]
+        token_file: std::path::PathBuf,
+    },
+    /// List the registered providers (never their tokens).
+    List,
 }
 
 #[derive(Debug, Subcommand)]
@@ -57,10 +70,18 @@ pub enum TokenCommand {
     Create {
         #[arg(long, value_enum)]
         role: RoleArg,
-        /// Tenant of a frontend or runtime token (default `default`); admin tokens take none.
+        /// Tenant of a frontend or runtime token (default `default`); admin and metrics
+        /// tokens take none.
         #[arg(long)]
         tenant: Option<String>,
+        /// Seconds until the token expires; never, when absent.
+        #[arg(long, value_parser = clap::value_parser!(i64).range(1..=315_360_000))]
+        ttl_seconds: Option<i64>,
     },
+    /// List every token (never a secret), one per line.
+    List,
+    /// Revoke a token by its id.
+    Revoke { id: String },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -68,6 +89,7 @@ pub enum RoleArg {
     Frontend,
     Runtime,
     Admin,
+    Metrics,
 }
 
 impl From<RoleArg> for Role {
@@ -76,6 +98,7 @@ impl From<RoleArg> for Role {
             RoleArg::Frontend => Role::Frontend,
             RoleArg::Runtime => Role::Runtime,
             RoleArg::Admin => Role::Admin,
+            RoleArg::Metrics => Role::Metrics,
         }
     }
 }
@@ -320,7 +343,7 @@ mod tests {
         .unwrap();
         assert_eq!(&*cli.config.database_url, "postgres://x/y");
         match cli.command {
-            Command::Token(TokenCommand::Create { role, tenant }) => {
+            Command::Token(TokenCommand::Create { role, tenant, .. }) => {
                 assert_eq!(Role::from(role), Role::Runtime);
                 assert_eq!(tenant.as_deref(), Some("acme"));
             }

@@ -13,6 +13,14 @@ text_enum! {
         Frontend => "frontend",
         Runtime => "runtime",
         Admin => "admin",
+        Metrics => "metrics",
+    }
+}
+
+impl Role {
+    /// Frontend and runtime tokens belong to a tenant; admin and metrics tokens see all.
+    pub fn tenant_bound(self) -> bool {
+        matches!(self, Role::Frontend | Role::Runtime)
     }
 }
 
@@ -27,6 +35,8 @@ pub struct TokenInfo {
     pub tenant_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// After this instant the token is refused; never, when absent.
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// Who is calling, as resolved from a bearer token.
@@ -34,8 +44,9 @@ pub struct TokenInfo {
 pub struct Principal {
     pub token_id: TokenId,
     pub role: Role,
-    /// `None` only for admin tokens, which are not bound to a tenant.
+    /// `None` only for admin and metrics tokens, which are not bound to a tenant.
     pub tenant_id: Option<String>,
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 impl Principal {
@@ -85,6 +96,7 @@ mod tests {
             token_id: TokenId::new(),
             role: Role::Frontend,
             tenant_id: Some("t1".into()),
+            expires_at: None,
         };
         assert!(p.can_see_tenant("t1"));
         assert!(!p.can_see_tenant("t2"));
@@ -92,6 +104,7 @@ mod tests {
             token_id: TokenId::new(),
             role: Role::Admin,
             tenant_id: None,
+            expires_at: None,
         };
         assert!(admin.can_see_tenant("t2"));
     }

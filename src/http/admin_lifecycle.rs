@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::auth::Admin;
+use super::auth::{Admin, Observer};
 use super::error::{ApiError, Problem};
 use super::extract::{ApiQuery, PathIds};
 use super::sessions::EventsQuery;
@@ -108,7 +108,7 @@ async fn execution_resource_events(
 )]
 async fn lifecycle_metrics(
     State(state): State<AppState>,
-    _admin: Admin,
+    _observer: Observer,
 ) -> Result<Json<LifecycleMetrics>, ApiError> {
     Ok(Json(state.store.lifecycle_metrics().await?))
 }

@@ -28,14 +28,31 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct CreateToken {
     pub role: Role,
-    /// Tenant of a frontend or runtime token (default `default`); admin tokens take none.
+    /// Tenant of a frontend or runtime token (default `default`); admin and metrics tokens
+    /// take none.
     #[serde(default)]
     pub tenant: Option<String>,
+    /// Seconds until the token expires (at most ten years); it never expires when absent.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 315_360_000)]
+    pub ttl_seconds: Option<i64>,
 }
+
+/// The longest a token may live.
+pub const MAX_TOKEN_TTL_SECONDS: i64 = 315_360_000;
 
 impl Command for CreateToken {
     fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
         tenant_for(self.role, self.tenant.as_deref())?;
+        if self
+            .ttl_seconds
+            .is_some_and(|s| !(1..=MAX_TOKEN_TTL_SECONDS).contains(&s))
+        {
+            return Err(ApiError::invalid(
+                "ttl_seconds",
+                format!("must be 1 to {MAX_TOKEN_TTL_SECONDS}"),
+            ));
+        }
         Ok(())
     }
 }
@@ -61,7 +78,7 @@ pub struct TokenList {
     responses(
         (status = 201, description = "The token with its secret, shown once", body = CreatedToken),
         (status = 409, description = "`token.already_created`: a replay under the same `Idempotency-Key`; the secret is never shown again, the detail names the token", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`request.invalid` on `tenant`: malformed, or given for an admin token", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`request.invalid` on `tenant` (malformed, or given for an admin or metrics token) or on `ttl_seconds` (out of range)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -73,7 +90,7 @@ async fn create_token(
     let tenant = tenant_for(cmd.role, cmd.tenant.as_deref())?;
     let (token, secret) = state
         .store
-        .create_token(cmd.role, tenant.as_deref())
+        .create_token(cmd.role, tenant.as_deref(), expiry(&state, cmd.ttl_seconds))
         .await?;
     let replay = ApiError::new(
         StatusCode::CONFLICT,
@@ -87,6 +104,10 @@ async fn create_token(
     let mut res = (StatusCode::CREATED, Json(CreatedToken { token, secret })).into_response();
     res.extensions_mut().insert(ReplayWith::problem(&replay));
     Ok(res)
+}
+
+fn expiry(state: &AppState, ttl_seconds: Option<i64>) -> Option<chrono::DateTime<chrono::Utc>> {
+    ttl_seconds.map(|s| state.store.now() + chrono::Duration::seconds(s))
 }
 
 #[utoipa::path(

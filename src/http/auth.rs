@@ -35,7 +35,8 @@ pub async fn authenticate(headers: &HeaderMap, state: &AppState) -> Result<Princ
 }
 
 pub trait RoleMarker: Send + Sync + 'static {
-    const ROLE: Role;
+    /// The roles allowed, the first named in a refusal.
+    const ROLES: &'static [Role];
 }
 
 #[derive(Debug)]
@@ -44,15 +45,20 @@ pub struct FrontendRole;
 pub struct RuntimeRole;
 #[derive(Debug)]
 pub struct AdminRole;
+#[derive(Debug)]
+pub struct ObserverRole;
 
 impl RoleMarker for FrontendRole {
-    const ROLE: Role = Role::Frontend;
+    const ROLES: &'static [Role] = &[Role::Frontend];
 }
 impl RoleMarker for RuntimeRole {
-    const ROLE: Role = Role::Runtime;
+    const ROLES: &'static [Role] = &[Role::Runtime];
 }
 impl RoleMarker for AdminRole {
-    const ROLE: Role = Role::Admin;
+    const ROLES: &'static [Role] = &[Role::Admin];
+}
+impl RoleMarker for ObserverRole {
+    const ROLES: &'static [Role] = &[Role::Admin, Role::Metrics];
 }
 
 /// An authenticated caller holding role `R` (403 for any other role).
@@ -65,6 +71,8 @@ pub struct Auth<R> {
 pub type Frontend = Auth<FrontendRole>;
 pub type Runtime = Auth<RuntimeRole>;
 pub type Admin = Auth<AdminRole>;
+/// Reads metrics: an admin or a read-only `metrics` token (a Prometheus scraper's).
+pub type Observer = Auth<ObserverRole>;
 
 impl<R: RoleMarker> FromRequestParts<AppState> for Auth<R> {
     type Rejection = ApiError;
@@ -75,10 +83,11 @@ impl<R: RoleMarker> FromRequestParts<AppState> for Auth<R> {
             // Boxed: a long-poll should not carry a token lookup's state while it waits.
             None => Box::pin(authenticate(&parts.headers, state)).await?,
         };
-        if principal.role != R::ROLE {
+        if !R::ROLES.contains(&principal.role) {
+            let wanted: Vec<String> = R::ROLES.iter().map(|r| format!("`{r}`")).collect();
             return Err(ApiError::forbidden(format!(
-                "this endpoint needs a `{}` token, not a `{}` token",
-                R::ROLE,
+                "this endpoint needs a {} token, not a `{}` token",
+                wanted.join(" or "),
                 principal.role
             )));
         }

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::auth::Admin;
+use super::auth::Observer;
 use crate::http::state::AppState;
 use crate::metrics::render_lifecycle_gauges;
 
@@ -21,7 +21,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses((status = 200, description = "Prometheus text exposition format 0.0.4", body = String, content_type = "text/plain")),
     security(("bearer" = []))
 )]
-async fn metrics(State(state): State<AppState>, _admin: Admin) -> Response {
+async fn metrics(State(state): State<AppState>, _observer: Observer) -> Response {
     let mut text = state.metrics.render_prometheus();
     match state.store.lifecycle_metrics().await {
         Ok(m) => render_lifecycle_gauges(&m, &mut text),

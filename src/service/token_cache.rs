@@ -46,7 +46,9 @@ impl TokenCache {
     ) -> StoreResult<Option<Principal>> {
         let hash = hash_secret(secret);
         if let Some(p) = self.get(&hash) {
-            return Ok(Some(p));
+            if p.expires_at.is_none_or(|at| at > store.now()) {
+                return Ok(Some(p));
+            }
         }
         let found = store.authenticate(&hash).await?;
         if let Some(p) = &found {
@@ -98,6 +100,7 @@ mod tests {
         Principal {
             token_id: TokenId::new(),
             role: Role::Frontend,
+            expires_at: None,
             tenant_id: Some("t".into()),
         }
     }

@@ -156,7 +156,7 @@ mod tests {
         send(&s.list_jobs(None, run));
         send(&s.list_events(None, ses, 0, 1));
         send(&s.list_inbox("t", None, 1));
-        send(&s.create_token(Role::Admin, None));
+        send(&s.create_token(Role::Admin, None, None));
         send(&s.authenticate("h"));
         send(&s.idempotency_begin("s", "k", "h", ttl));
         send(&s.idempotency_finish("s", "k", 200, b""));

@@ -49,7 +49,7 @@ pub(super) const JOB_COLS: &str = "j.id, j.run_id, j.kind, j.payload, j.pause_be
 pub(super) const JOB_RETURNING: &str = "id, run_id, kind, payload, pause_behavior, \
      execution_affinity, state, created_at, updated_at";
 
-pub(super) const TOKEN_COLS: &str = "id, role, tenant_id, created_at, revoked_at";
+pub(super) const TOKEN_COLS: &str = "id, role, tenant_id, created_at, revoked_at, expires_at";
 
 pub(super) const PROVIDER_COLS: &str =
     "provider_id, base_url, token, capabilities, created_at, updated_at";
@@ -335,6 +335,7 @@ pub(super) fn token(row: &AnyRow) -> StoreResult<TokenInfo> {
         tenant_id: opt_text(row, "tenant_id")?,
         created_at: time(row, "created_at")?,
         revoked_at: opt_time(row, "revoked_at")?,
+        expires_at: opt_time(row, "expires_at")?,
     })
 }
 

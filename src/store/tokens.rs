@@ -1,3 +1,5 @@
+use chrono::{DateTime, Utc};
+
 use super::rows::{self, TOKEN_COLS};
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
@@ -13,16 +15,17 @@ impl Store {
         &self,
         role: Role,
         tenant: Option<&str>,
+        expires_at: Option<DateTime<Utc>>,
     ) -> StoreResult<(TokenInfo, String)> {
-        match (role, tenant) {
-            (Role::Admin, Some(_)) => {
+        match (role.tenant_bound(), tenant) {
+            (false, Some(_)) => {
                 return Err(ValidationError::new(
                     "tenant",
-                    "admin tokens are not bound to a tenant",
+                    format!("{role} tokens are not bound to a tenant"),
                 )
                 .into())
             }
-            (Role::Frontend | Role::Runtime, None) => {
+            (true, None) => {
                 return Err(ValidationError::new(
                     "tenant",
                     "is required for frontend and runtime tokens",
@@ -30,7 +33,10 @@ impl Store {
                 .into())
             }
             (_, Some(t)) => validate::name("tenant", t)?,
-            (Role::Admin, None) => {}
+            (false, None) => {}
+        }
+        if expires_at.is_some_and(|at| at <= self.now()) {
+            return Err(ValidationError::new("ttl_seconds", "must lie in the future").into());
         }
         let (secret, hash) = new_secret();
         let info = TokenInfo {
@@ -39,28 +45,32 @@ impl Store {
             tenant_id: tenant.map(str::to_owned),
             created_at: self.now(),
             revoked_at: None,
+            expires_at,
         };
         sqlx::query(
-            "INSERT INTO tokens (id, role, tenant_id, secret_hash, created_at) \
-             VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO tokens (id, role, tenant_id, secret_hash, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(info.id.as_str())
         .bind(role.as_str())
         .bind(info.tenant_id.as_deref())
         .bind(&hash)
         .bind(to_millis(info.created_at))
+        .bind(expires_at.map(to_millis))
         .execute(&self.inner.write)
         .await?;
         Ok((info, secret))
     }
 
-    /// The principal of an unrevoked token with this secret hash.
+    /// The principal of an unrevoked, unexpired token with this secret hash.
     pub async fn authenticate(&self, secret_hash: &str) -> StoreResult<Option<Principal>> {
         let sql = format!(
-            "SELECT {TOKEN_COLS} FROM tokens WHERE secret_hash = $1 AND revoked_at IS NULL"
+            "SELECT {TOKEN_COLS} FROM tokens WHERE secret_hash = $1 AND revoked_at IS NULL \
+             AND (expires_at IS NULL OR expires_at > $2)"
         );
         let row = sqlx::query(&sql)
             .bind(secret_hash)
+            .bind(to_millis(self.now()))
             .fetch_optional(&self.inner.read)
             .await?;
         let Some(row) = row else {
@@ -71,6 +81,7 @@ impl Store {
             token_id: info.id,
             role: info.role,
             tenant_id: info.tenant_id,
+            expires_at: info.expires_at,
         }))
     }
 

@@ -11,6 +11,8 @@ use sagents::store::Backend;
 
 on_both_backends!(
     tokens_and_roles,
+    metrics_tokens_read_metrics_only,
+    tokens_expire,
     tenants_never_see_each_other,
     open_paths_request_ids_and_metrics
 );
@@ -303,5 +305,82 @@ async fn open_paths_request_ids_and_metrics(backend: Backend) {
     ), "{text}");
     assert!(text.contains("sagents_http_request_duration_seconds_bucket{method=\"GET\",route=\"/healthz\",le=\"+Inf\"} 2"));
     assert!(text.contains("sagents_lease_claims_total"));
+    app.stop().await;
+}
+
+async fn metrics_tokens_read_metrics_only(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let created = app
+        .post_ok(
+            "/v1/admin/tokens",
+            &app.admin,
+            &json!({"role": "metrics"}),
+            201,
+        )
+        .await;
+    assert_eq!(created["tenant_id"], serde_json::Value::Null);
+    let scraper = created["secret"].as_str().unwrap().to_owned();
+    let prometheus = app.get("/metrics", &scraper).await;
+    assert_eq!(prometheus.status(), 200);
+    assert!(prometheus.text().await.unwrap().contains("sagents_"));
+    app.get_ok("/v1/admin/lifecycle/metrics", &scraper).await;
+    for (method, path) in [
+        (Method::GET, "/v1/admin/tokens"),
+        (Method::GET, "/v1/admin/providers"),
+        (Method::POST, "/v1/sessions"),
+        (Method::GET, "/v1/interactions"),
+    ] {
+        let res = app
+            .request(method, path, &scraper)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        expect_problem(res, 403, "auth.forbidden", None).await;
+    }
+    let bound = app
+        .post(
+            "/v1/admin/tokens",
+            &app.admin,
+            &json!({"role": "metrics", "tenant": "acme"}),
+        )
+        .await;
+    expect_problem(bound, 422, "request.invalid", Some("tenant")).await;
+    app.stop().await;
+}
+
+async fn tokens_expire(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        crate::common::app::Options {
+            manual_clock: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    let created = app
+        .post_ok(
+            "/v1/admin/tokens",
+            &app.admin,
+            &json!({"role": "frontend", "ttl_seconds": 60}),
+            201,
+        )
+        .await;
+    assert!(created["expires_at"].is_string(), "{created}");
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    app.post_ok("/v1/sessions", &secret, &json!({}), 201).await;
+    app.advance(chrono::Duration::seconds(61));
+    let expired = app.post("/v1/sessions", &secret, &json!({})).await;
+    expect_problem(expired, 401, "auth.unauthorized", None).await;
+    for ttl in [json!(0), json!(-5), json!(315_360_001)] {
+        let res = app
+            .post(
+                "/v1/admin/tokens",
+                &app.admin,
+                &json!({"role": "frontend", "ttl_seconds": ttl}),
+            )
+            .await;
+        expect_problem(res, 422, "request.invalid", Some("ttl_seconds")).await;
+    }
     app.stop().await;
 }

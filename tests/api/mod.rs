@@ -8,6 +8,7 @@ mod fencing;
 mod idempotency;
 mod inbox;
 mod openapi;
+mod operator_cli;
 mod outage;
 mod providers;
 mod read_back;

@@ -297,7 +297,7 @@ impl Suspended {
 }
 
 pub async fn token(store: &Store, role: Role, tenant: Option<&str>) -> String {
-    store.create_token(role, tenant).await.unwrap().1
+    store.create_token(role, tenant, None).await.unwrap().1
 }
 
 pub fn hash(c: char) -> String {

@@ -29,21 +29,22 @@ async fn tokens_are_stored_hashed_and_revocable(backend: Backend) {
     let f = fx(backend).await;
     let (front, secret) = f
         .store
-        .create_token(Role::Frontend, Some("acme"))
+        .create_token(Role::Frontend, Some("acme"), None)
         .await
         .unwrap();
     assert_eq!(front.tenant_id.as_deref(), Some("acme"));
     assert!(secret.starts_with("sag_"));
-    let (admin, admin_secret) = f.store.create_token(Role::Admin, None).await.unwrap();
+    let (admin, admin_secret) = f.store.create_token(Role::Admin, None, None).await.unwrap();
     assert_ne!(secret, admin_secret);
 
     for (role, tenant) in [
         (Role::Frontend, None),
         (Role::Runtime, None),
         (Role::Admin, Some("acme")),
+        (Role::Metrics, Some("acme")),
         (Role::Runtime, Some("no spaces")),
     ] {
-        match f.store.create_token(role, tenant).await {
+        match f.store.create_token(role, tenant, None).await {
             Err(StoreError::Invalid(e)) => assert_eq!(e.field, "tenant"),
             other => panic!("{role} {tenant:?}: expected Invalid, got {other:?}"),
         }

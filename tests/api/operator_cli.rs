@@ -1,0 +1,132 @@
+//! The operator's commands beside `serve`: tokens created with a role and a lifetime, listed
+//! and revoked; providers registered from a token file and listed, never showing a secret.
+
+use std::process::{Command, Stdio};
+
+use crate::provider::Harness;
+
+const PROVIDER_TOKEN: &str = "provider-secret-in-a-file";
+
+fn sagents(db: &str, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sagents"))
+        .args(args)
+        .env("SAGENTS_DATABASE_URL", db)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ok(db: &str, args: &[&str]) -> String {
+    let (success, stdout, stderr) = sagents(db, args);
+    assert!(success, "sagents {args:?}: {stderr}");
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_and_providers_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/sagents.db", dir.path().display());
+
+    let secret = ok(&db, &["token", "create", "--role", "metrics"]);
+    assert!(secret.trim().starts_with("sag_"));
+    ok(
+        &db,
+        &[
+            "token",
+            "create",
+            "--role",
+            "frontend",
+            "--tenant",
+            "acme",
+            "--ttl-seconds",
+            "3600",
+        ],
+    );
+    let (refused, _, stderr) = sagents(
+        &db,
+        &["token", "create", "--role", "metrics", "--tenant", "acme"],
+    );
+    assert!(
+        !refused && stderr.contains("not bound to a tenant"),
+        "{stderr}"
+    );
+    let (refused, _, _) = sagents(
+        &db,
+        &["token", "create", "--role", "admin", "--ttl-seconds", "0"],
+    );
+    assert!(!refused, "a lifetime must be positive");
+
+    let listed = ok(&db, &["token", "list"]);
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 2, "{listed}");
+    assert!(!listed.contains("sag_"), "no secret is listed");
+    let metrics = lines.iter().find(|l| l.contains("\tmetrics\t")).unwrap();
+    assert!(
+        metrics.contains("\t-\t") && metrics.ends_with("active"),
+        "{metrics}"
+    );
+    let frontend = lines.iter().find(|l| l.contains("\tfrontend\t")).unwrap();
+    assert!(
+        frontend.contains("\tacme\t") && frontend.contains("expires "),
+        "{frontend}"
+    );
+
+    let id = metrics.split('\t').next().unwrap();
+    assert!(ok(&db, &["token", "revoke", id]).contains("revoked "));
+    assert!(ok(&db, &["token", "list"])
+        .lines()
+        .any(|l| l.starts_with(id) && l.contains("revoked ")));
+    let (unknown, _, _) = sagents(
+        &db,
+        &["token", "revoke", "tok_0192f0c1a2b37c4d8e9f0a1b2c3d4e5f"],
+    );
+    assert!(!unknown);
+
+    let provider = Harness::with(|c| c.token = Some(PROVIDER_TOKEN.into())).await;
+    let token_file = dir.path().join("provider-token");
+    std::fs::write(&token_file, format!("{PROVIDER_TOKEN}\n")).unwrap();
+    let url = provider.base_url();
+    let file = token_file.to_string_lossy();
+    let registered = ok(
+        &db,
+        &[
+            "provider",
+            "register",
+            "--id",
+            "local",
+            "--url",
+            &url,
+            "--token-file",
+            &file,
+        ],
+    );
+    assert!(registered.contains("registered local"), "{registered}");
+    let providers = ok(&db, &["provider", "list"]);
+    assert!(
+        providers.starts_with("local\t") && providers.contains(&url),
+        "{providers}"
+    );
+    assert!(!providers.contains(PROVIDER_TOKEN));
+
+    std::fs::write(&token_file, "a-wrong-token").unwrap();
+    let (refused, _, stderr) = sagents(
+        &db,
+        &[
+            "provider",
+            "register",
+            "--id",
+            "local",
+            "--url",
+            &url,
+            "--token-file",
+            &file,
+        ],
+    );
+    assert!(!refused, "the provider refuses a wrong token: {stderr}");
+}
