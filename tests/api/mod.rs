@@ -5,6 +5,7 @@ mod bad_input;
 mod cycle;
 mod fencing;
 mod idempotency;
+mod logs;
 mod openapi;
 mod outage;
 mod providers;
