@@ -6,6 +6,7 @@
 //! lines but can never slow a request down.
 
 use std::io::{self, BufWriter, Write};
+use std::time::Duration;
 
 use tracing_appender::non_blocking::{ErrorCounter, NonBlocking, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
@@ -17,6 +18,9 @@ const DEFAULT_FILTER: &str = "info,sqlx=warn,tower_http=info";
 pub const LOG_QUEUE_LINES: usize = 8192;
 /// The log thread writes whatever it has drained in one go, up to this many bytes per write.
 const WRITE_BUFFER_BYTES: usize = 64 * 1024;
+/// After each write the log thread rests this long, so lines queued meanwhile are written
+/// together and a request does not wake the thread for each line.
+const WRITE_REST: Duration = Duration::from_millis(5);
 
 /// The log's background writer. Dropping it writes out the queued lines and stops the
 /// thread, so it lives as long as the process serves.
@@ -36,6 +40,24 @@ impl LogGuard {
     pub fn flush(self) {}
 }
 
+/// Writes through `inner`; each flush (the queue drained) is followed by a rest.
+struct Batched<W> {
+    inner: W,
+    rest: Duration,
+}
+
+impl<W: Write> Write for Batched<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()?;
+        std::thread::sleep(self.rest);
+        Ok(())
+    }
+}
+
 /// A lossy, bounded, non-blocking writer over `out`, drained by a thread of its own.
 pub fn non_blocking<W: Write + Send + 'static>(
     out: W,
@@ -51,10 +73,11 @@ pub fn non_blocking<W: Write + Send + 'static>(
 /// Installs the global subscriber writing through a non-blocking stderr. A second call
 /// (tests) leaves the first subscriber in place.
 pub fn init(format: LogFormat) -> LogGuard {
-    let (writer, worker) = non_blocking(
-        BufWriter::with_capacity(WRITE_BUFFER_BYTES, io::stderr()),
-        LOG_QUEUE_LINES,
-    );
+    let out = Batched {
+        inner: BufWriter::with_capacity(WRITE_BUFFER_BYTES, io::stderr()),
+        rest: WRITE_REST,
+    };
+    let (writer, worker) = non_blocking(out, LOG_QUEUE_LINES);
     let dropped = writer.error_counter();
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
@@ -117,7 +140,11 @@ mod tests {
     #[test]
     fn json_lines_reach_the_sink_once_the_guard_is_dropped() {
         let sink = Shared::default();
-        let (writer, guard) = non_blocking(BufWriter::new(sink.clone()), 16);
+        let out = Batched {
+            inner: BufWriter::new(sink.clone()),
+            rest: WRITE_REST,
+        };
+        let (writer, guard) = non_blocking(out, 16);
         let subscriber = tracing_subscriber::fmt()
             .json()
             .flatten_event(true)
