@@ -18,10 +18,18 @@ use sagents::{http, telemetry};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    telemetry::init(cli.config.log_format);
+    let logs = telemetry::init(cli.config.log_format);
+    let result = run(cli, &logs).await;
+    // Every line logged until now is written out before the process exits.
+    logs.flush();
+    result
+}
+
+async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve => {
             let app = Application::build(cli.config, Arc::new(SystemClock)).await?;
+            app.state().metrics.track_log_drops(logs.dropped_lines());
             app.run_until_stopped().await?;
         }
         Command::Migrate => {

@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
+
+use tracing_appender::non_blocking::ErrorCounter;
 
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -21,11 +23,24 @@ pub struct Metrics {
     pub long_polls_waiting: AtomicI64,
     pub http: HttpMetrics,
     pub lifecycle: LifecycleCounters,
+    /// The log's count of lines it dropped because its queue was full.
+    log_lines_dropped: OnceLock<ErrorCounter>,
 }
 
 impl Metrics {
     pub fn inc(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Exports the log's dropped-line count; the first counter given is the one kept.
+    pub fn track_log_drops(&self, counter: ErrorCounter) {
+        let _ = self.log_lines_dropped.set(counter);
+    }
+
+    pub fn log_lines_dropped(&self) -> u64 {
+        self.log_lines_dropped
+            .get()
+            .map_or(0, |c| u64::try_from(c.dropped_lines()).unwrap_or(u64::MAX))
     }
 
     /// Prometheus text exposition (format 0.0.4) of everything this process counts.
@@ -67,6 +82,12 @@ impl Metrics {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
             let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
         }
+        let _ = writeln!(
+            out,
+            "# HELP sagents_log_lines_dropped_total Log lines dropped because the log's queue was full.\n\
+             # TYPE sagents_log_lines_dropped_total counter\nsagents_log_lines_dropped_total {}",
+            self.log_lines_dropped()
+        );
         let _ = writeln!(
             out,
             "# HELP sagents_long_polls_waiting Requests currently held by a long-poll.\n\
@@ -369,6 +390,19 @@ pub(crate) fn escape(label: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn renders_the_log_drop_counter_with_or_without_a_log() {
+        let m = Metrics::default();
+        assert!(m
+            .render_prometheus()
+            .contains("\nsagents_log_lines_dropped_total 0\n"));
+        let (writer, _guard) = tracing_appender::non_blocking(std::io::sink());
+        m.track_log_drops(writer.error_counter());
+        let text = m.render_prometheus();
+        assert!(text.contains("# TYPE sagents_log_lines_dropped_total counter\n"));
+        assert!(text.contains("\nsagents_log_lines_dropped_total 0\n"));
+    }
 
     #[test]
     fn renders_counters_and_cumulative_histograms() {

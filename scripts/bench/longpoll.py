@@ -65,7 +65,8 @@ async def main():
     print(f"waiters={n} sessions={len(sessions)} answered_early={early}")
     print(f"rss_before_mb={before:.1f} rss_held_mb={held:.1f} per_waiter_kb={(held - before) * 1024 / n:.2f}")
     if lat:
-        print(f"wake_after_change_ms: n={len(lat)} p50={lat[len(lat)//2]:.1f} max={lat[-1]:.1f} statuses={sorted(set(s for i, _, s in woke if i in first))}")
+        p99 = lat[min(len(lat) - 1, (len(lat) * 99 + 99) // 100 - 1)]
+        print(f"wake_after_change_ms: n={len(lat)} p50={lat[len(lat)//2]:.1f} p99={p99:.1f} max={lat[-1]:.1f} statuses={sorted(set(s for i, _, s in woke if i in first))}")
     for t in tasks:
         t.cancel()
 

@@ -7,6 +7,7 @@ mod events_stream;
 mod fencing;
 mod idempotency;
 mod inbox;
+mod logs;
 mod openapi;
 mod operator_cli;
 mod outage;
