@@ -158,7 +158,7 @@ async fn a_policy_hold_keeps_the_sandbox_and_never_counts_it_released(backend: B
     let ax = ax(backend).await;
     let session = ax.app.create_session().await;
     let (run, claim) = ax.running_isolated(&session).await;
-    let pid = ax.background(&claim).await;
+    let (pid, nspid) = ax.background_pids(&claim).await;
     let (suspended, record) = ax.suspend_and_drain(&session, &claim, "policy_hold").await;
     assert_eq!(record["state"], "release_blocked");
     assert_eq!(record["disposition"], "detach");
@@ -198,7 +198,7 @@ async fn a_policy_hold_keeps_the_sandbox_and_never_counts_it_released(backend: B
     );
     assert!(running(pid));
     assert_eq!(
-        ax.sh(&resumed, &format!("kill -0 {pid} && echo alive"))
+        ax.sh(&resumed, &format!("kill -0 {nspid} && echo alive"))
             .await,
         "alive\n",
         "the re-attached sandbox opens with the resume claim's grant"

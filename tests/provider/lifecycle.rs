@@ -68,7 +68,7 @@ async fn terminate_kills_everything_the_sandbox_started() {
         .sh(&sbx, "sleep 1000 >/dev/null 2>&1 & echo $!")
         .await
         .unwrap();
-    let pid: i32 = out.stdout.trim().parse().unwrap();
+    let pid = host_pid(&sbx, out.stdout.trim().parse().unwrap());
     assert!(proc_state(pid).is_some(), "the background process runs");
     let receipt = h.release(&sbx, D::Terminate, "t1").await.unwrap();
     assert!(receipt.compute_released && receipt.checkpoint.is_none());
@@ -110,7 +110,7 @@ async fn detach_leaves_the_sandbox_running_and_reattachable() {
         .sh(&sbx, "sleep 1000 >/dev/null 2>&1 & echo $!")
         .await
         .unwrap();
-    let pid: i32 = out.stdout.trim().parse().unwrap();
+    let pid = host_pid(&sbx, out.stdout.trim().parse().unwrap());
     let receipt = h.release(&sbx, D::Detach, "d1").await.unwrap();
     assert!(!receipt.compute_released);
     assert_eq!(receipt.state, SandboxState::Ready);

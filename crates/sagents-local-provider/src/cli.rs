@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use super::Config;
+use super::{Config, IsolationMode};
 
 const FAULT_HELP: &str = "\
 Test only: inject faults. SPEC is RULE(;RULE)*, RULE is POINT=ACTION(:MODIFIER)*.
@@ -60,6 +60,13 @@ pub struct ServeArgs {
     /// Secret shared with the service to sign grants [default: generated, kept in ROOT].
     #[arg(long, env = "SAGENTS_PROVIDER_GRANT_SECRET", hide_env_values = true)]
     pub grant_secret: Option<String>,
+    /// `namespaces`: each sandbox in its own user, PID, mount and network namespaces (needs
+    /// bubblewrap; the provider refuses to start without it); `none`: on the host, unisolated.
+    #[arg(long, env = "SAGENTS_PROVIDER_ISOLATION", default_value = "namespaces")]
+    pub isolation: IsolationMode,
+    /// Host uid and gid that root inside a sandbox maps to, when the provider runs as root.
+    #[arg(long, env = "SAGENTS_PROVIDER_SANDBOX_UID", default_value_t = super::isolation::DEFAULT_SANDBOX_UID)]
+    pub sandbox_uid: u32,
     /// Test only: faults to inject (see below).
     #[arg(long, env = "SAGENTS_PROVIDER_FAULT_INJECTION", value_name = "SPEC", long_help = FAULT_HELP)]
     pub fault_injection: Option<String>,
@@ -74,6 +81,8 @@ impl From<ServeArgs> for Config {
             token: a.token,
             grant_secret: a.grant_secret,
             fault_injection: a.fault_injection,
+            isolation: a.isolation,
+            sandbox_uid: Some(a.sandbox_uid),
         }
     }
 }

@@ -218,8 +218,7 @@ impl Engine {
             std::fs::create_dir_all(&dir).map_err(|e| internal("creating the sandbox", e))?;
         }
         self.crash_after(FaultPoint::CreateFiles)?;
-        let leader = process::spawn_leader(&dir, &intent.sandbox_id)
-            .map_err(|e| internal("starting the sandbox", e))?;
+        let leader = self.spawn_leader(&dir, &intent.sandbox_id, req.spec.resources.network())?;
         self.crash_after(FaultPoint::CreateLeader)?;
         let now = Utc::now();
         let rec = SandboxRecord {
