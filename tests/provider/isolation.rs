@@ -115,6 +115,18 @@ fn processes_with(needle: &str) -> Vec<i32> {
     out
 }
 
+/// The processes running `needle`, once a background start has got as far as `exec`.
+async fn started(needle: &str) -> Vec<i32> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let pids = processes_with(needle);
+        if !pids.is_empty() || std::time::Instant::now() > deadline {
+            return pids;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_terminate_leaves_no_process_behind_setsid_or_double_fork() {
     let h = Harness::start().await;
@@ -131,7 +143,7 @@ async fn a_terminate_leaves_no_process_behind_setsid_or_double_fork() {
     assert_eq!(out.stdout, "started\n");
     let mut seen = Vec::new();
     for needle in ["sleep 7301", "sleep 7302", "sleep 7303"] {
-        let pids = processes_with(needle);
+        let pids = started(needle).await;
         assert_eq!(pids.len(), 1, "{needle}: {pids:?}");
         seen.extend(pids);
     }
@@ -158,7 +170,7 @@ async fn snapshot_and_restore_keep_files_and_end_every_process() {
     )
     .await
     .unwrap();
-    assert_eq!(processes_with("sleep 7311").len(), 1);
+    assert_eq!(started("sleep 7311").await.len(), 1);
     let receipt = h
         .release(&sbx, ReleaseDisposition::SnapshotAndTerminate, "s1")
         .await
@@ -171,4 +183,34 @@ async fn snapshot_and_restore_keep_files_and_end_every_process() {
         .await
         .unwrap();
     assert_eq!(out.stdout, "kept\n", "{out:?}");
+}
+
+#[tokio::test]
+async fn state_is_readable_by_the_provider_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Harness::start().await;
+    let sbx = h.provision("p1").await;
+    h.sh(&sbx, "echo x > f").await.unwrap();
+    let receipt = h
+        .release(&sbx, ReleaseDisposition::SnapshotAndTerminate, "s1")
+        .await
+        .unwrap();
+    let ckp = receipt.checkpoint.unwrap();
+    let root = h.root.path();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    for dir in [
+        "state",
+        "state/sandboxes",
+        "state/terminated",
+        "checkpoints",
+    ] {
+        assert_eq!(mode(&root.join(dir)), 0o700, "{dir}");
+    }
+    let archive = root.join(format!("checkpoints/{}.tar.zst", ckp.checkpoint_id));
+    assert_eq!(mode(&archive), 0o600);
+    for dir in ["state/terminated", "state/checkpoints"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
+            assert_eq!(mode(&e.path()), 0o600, "{}", e.path().display());
+        }
+    }
 }
