@@ -107,7 +107,14 @@ async fn an_active_workspace_is_terminated_and_provisioned_fresh_over_its_host_f
     let claim = ax.claim().await;
     ax.sh(&claim, "printf draft > plan.md").await;
     let pid = ax.background(&claim).await;
-    let host = ax.provider.root.path().join("workspaces").join("proj");
+    // An active workspace lies in its tenant's folder of the workspace root.
+    let tenants: Vec<_> = std::fs::read_dir(ax.provider.root.path().join("workspaces"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(tenants.len(), 1, "{tenants:?}");
+    let host = tenants[0].join("proj");
     assert_eq!(
         std::fs::read_to_string(host.join("plan.md")).unwrap(),
         "draft"
