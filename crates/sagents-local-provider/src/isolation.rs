@@ -114,8 +114,9 @@ impl Sandboxer {
         match out {
             Ok(o) if o.status.success() => Ok(sb),
             Ok(o) => Err(Unavailable(format!(
-                "bwrap: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
+                "bwrap: {}; every folder above {} must be searchable by the sandbox user",
+                String::from_utf8_lossy(&o.stderr).trim(),
+                under.display()
             ))),
             Err(e) => Err(Unavailable(format!("bwrap could not be run: {e}"))),
         }

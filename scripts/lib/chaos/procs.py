@@ -160,6 +160,7 @@ class Provider(Managed):
         super().__init__("provider", work / "logs" / "provider.log", free_port())
         self.bin = bin_dir / "sagents-local-provider"
         self.root = work / "provider"
+        work.chmod(0o711)  # the sandboxes' own user passes through to their folders under it
         self.token = token
         self.secret = secret
         self.spec = ""
