@@ -121,6 +121,7 @@ impl From<sandbox::ResolvedSandboxSpec> for wire_spec::ResolvedSandboxSpec {
                 cpu_percent: s.resources.cpu_percent,
                 memory_mb: s.resources.memory_mb,
                 max_processes: s.resources.max_processes,
+                ..Default::default()
             },
             metadata: s.metadata,
         }

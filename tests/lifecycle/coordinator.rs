@@ -66,7 +66,7 @@ async fn an_isolated_run_is_released_on_suspend_and_restored_on_resume(backend: 
     let sandbox = claim.sandbox.clone().unwrap();
     assert_eq!(sandbox.generation, 1);
     assert_eq!(sandbox.r#ref.sandbox_id, first.as_str());
-    let pid: i32 = sh(
+    let nspid = sh(
         &lx,
         &claim,
         "printf kept > notes.txt && sleep 1000 >/dev/null 2>&1 & echo $!",
@@ -75,6 +75,7 @@ async fn an_isolated_run_is_released_on_suspend_and_restored_on_resume(backend: 
     .trim()
     .parse()
     .unwrap();
+    let pid = sagents_local_provider::process::host_pid(first.as_str(), nspid).unwrap();
     assert!(proc_state(pid).is_some());
 
     lx.suspend(&claim, SuspensionReason::ApprovalRequired, 1)
@@ -140,11 +141,13 @@ async fn an_isolated_run_is_released_on_suspend_and_restored_on_resume(backend: 
         )
         .await
         .unwrap();
-    let pid: i32 = sh(&lx, &claim, "sleep 1000 >/dev/null 2>&1 & echo $!")
+    let nspid = sh(&lx, &claim, "sleep 1000 >/dev/null 2>&1 & echo $!")
         .await
         .trim()
         .parse()
         .unwrap();
+    let sandbox_id = &claim.sandbox.as_ref().unwrap().r#ref.sandbox_id;
+    let pid = sagents_local_provider::process::host_pid(sandbox_id, nspid).unwrap();
     let done = lx
         .store()
         .complete_run(

@@ -107,7 +107,14 @@ async fn an_active_workspace_is_terminated_and_provisioned_fresh_over_its_host_f
     let claim = ax.claim().await;
     ax.sh(&claim, "printf draft > plan.md").await;
     let pid = ax.background(&claim).await;
-    let host = ax.provider.root.path().join("workspaces").join("proj");
+    // An active workspace lies in its tenant's folder of the workspace root.
+    let tenants: Vec<_> = std::fs::read_dir(ax.provider.root.path().join("workspaces"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(tenants.len(), 1, "{tenants:?}");
+    let host = tenants[0].join("proj");
     assert_eq!(
         std::fs::read_to_string(host.join("plan.md")).unwrap(),
         "draft"
@@ -158,7 +165,7 @@ async fn a_policy_hold_keeps_the_sandbox_and_never_counts_it_released(backend: B
     let ax = ax(backend).await;
     let session = ax.app.create_session().await;
     let (run, claim) = ax.running_isolated(&session).await;
-    let pid = ax.background(&claim).await;
+    let (pid, nspid) = ax.background_pids(&claim).await;
     let (suspended, record) = ax.suspend_and_drain(&session, &claim, "policy_hold").await;
     assert_eq!(record["state"], "release_blocked");
     assert_eq!(record["disposition"], "detach");
@@ -198,7 +205,7 @@ async fn a_policy_hold_keeps_the_sandbox_and_never_counts_it_released(backend: B
     );
     assert!(running(pid));
     assert_eq!(
-        ax.sh(&resumed, &format!("kill -0 {pid} && echo alive"))
+        ax.sh(&resumed, &format!("kill -0 {nspid} && echo alive"))
             .await,
         "alive\n",
         "the re-attached sandbox opens with the resume claim's grant"

@@ -204,13 +204,21 @@ impl Ax {
         out.stdout
     }
 
-    /// Starts a process in the sandbox's process group and returns its pid.
+    /// Starts a process in the sandbox and returns its host pid.
     pub async fn background(&self, c: &Claimed) -> i32 {
-        self.sh(c, "sleep 1000 >/dev/null 2>&1 & echo $!")
+        self.background_pids(c).await.0
+    }
+
+    /// Starts a process in the sandbox: its host pid, and its pid inside the sandbox.
+    pub async fn background_pids(&self, c: &Claimed) -> (i32, i32) {
+        let nspid = self
+            .sh(c, "sleep 1000 >/dev/null 2>&1 & echo $!")
             .await
             .trim()
             .parse()
-            .unwrap()
+            .unwrap();
+        let host = sagents_local_provider::process::host_pid(&c.sandbox_id, nspid).unwrap();
+        (host, nspid)
     }
 
     pub async fn post_run(&self, run_id: &str, action: &str, body: Value) -> Value {

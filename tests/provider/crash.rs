@@ -188,7 +188,7 @@ async fn an_interrupted_active_workspace_provision_frees_the_workspace() {
     for step in ["create_leader", "create_state", "create_record"] {
         let s = spec(WorkspaceMode::ActiveWorkspace, Some("proj"));
         let (h, sbx) = crash_then_retry_provision(step, s).await;
-        let ws = h.root.path().join("workspaces/proj");
+        let ws = h.root.path().join("workspaces/acme/proj");
         let out = h.sh(&sbx, "echo kept > note.txt").await.unwrap();
         assert_eq!(out.exit_code, Some(0), "{step}");
         assert_eq!(processes_under(&ws).len(), 1, "{step}");

@@ -12,7 +12,7 @@ async fn background_pid(h: &Harness, sbx: &SandboxHandle) -> i32 {
         .sh(sbx, "sleep 1000 >/dev/null 2>&1 & echo $!")
         .await
         .unwrap();
-    out.stdout.trim().parse().unwrap()
+    host_pid(sbx, out.stdout.trim().parse().unwrap())
 }
 
 #[tokio::test]

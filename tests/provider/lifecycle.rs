@@ -68,7 +68,7 @@ async fn terminate_kills_everything_the_sandbox_started() {
         .sh(&sbx, "sleep 1000 >/dev/null 2>&1 & echo $!")
         .await
         .unwrap();
-    let pid: i32 = out.stdout.trim().parse().unwrap();
+    let pid = host_pid(&sbx, out.stdout.trim().parse().unwrap());
     assert!(proc_state(pid).is_some(), "the background process runs");
     let receipt = h.release(&sbx, D::Terminate, "t1").await.unwrap();
     assert!(receipt.compute_released && receipt.checkpoint.is_none());
@@ -110,7 +110,7 @@ async fn detach_leaves_the_sandbox_running_and_reattachable() {
         .sh(&sbx, "sleep 1000 >/dev/null 2>&1 & echo $!")
         .await
         .unwrap();
-    let pid: i32 = out.stdout.trim().parse().unwrap();
+    let pid = host_pid(&sbx, out.stdout.trim().parse().unwrap());
     let receipt = h.release(&sbx, D::Detach, "d1").await.unwrap();
     assert!(!receipt.compute_released);
     assert_eq!(receipt.state, SandboxState::Ready);
@@ -149,7 +149,7 @@ async fn an_active_workspace_keeps_its_files_for_a_fresh_provision() {
     );
     let receipt = h.release(&sbx, D::Terminate, "t1").await.unwrap();
     assert!(receipt.compute_released);
-    let host_file = h.root.path().join("workspaces/proj/notes.md");
+    let host_file = h.root.path().join("workspaces/acme/proj/notes.md");
     assert_eq!(std::fs::read_to_string(&host_file).unwrap(), "kept");
     let again = h.provision_spec("a3", active).await.unwrap();
     assert_eq!(h.sh(&again, "cat notes.md").await.unwrap().stdout, "kept");
@@ -158,7 +158,22 @@ async fn an_active_workspace_keeps_its_files_for_a_fresh_provision() {
 #[tokio::test]
 async fn an_active_workspace_outside_the_workspace_root_is_refused() {
     let h = Harness::start().await;
-    for host in ["/etc", "../escape", "/tmp"] {
+    // Another tenant's folder, by absolute path or through a symlink, is outside too.
+    let ws = h.root.path().join("workspaces");
+    std::fs::create_dir_all(ws.join("other/theirs")).unwrap();
+    std::fs::create_dir_all(ws.join("acme")).unwrap();
+    std::os::unix::fs::symlink(ws.join("other"), ws.join("acme/hop")).unwrap();
+    let theirs = ws.join("other/theirs").canonicalize().unwrap();
+    let theirs = theirs.to_str().unwrap();
+    for host in [
+        "/etc",
+        "../escape",
+        "/tmp",
+        "../other/theirs",
+        theirs,
+        "hop/theirs",
+        "hop/new",
+    ] {
         let r = h
             .provision_spec(host, spec(WorkspaceMode::ActiveWorkspace, Some(host)))
             .await;

@@ -22,10 +22,7 @@ async fn cwd_cannot_escape_the_sandbox() {
         .exec(&sbx, &grant, with_cwd("pwd", "inside"))
         .await
         .unwrap();
-    assert!(out
-        .stdout
-        .trim_end()
-        .ends_with(&format!("{}/sub", sbx.r#ref.sandbox_id)));
+    assert_eq!(out.stdout, "/workspace/sub\n");
     for cwd in ["..", "sub/../..", "/etc", "escape", "missing"] {
         assert_eq!(
             refused(h.exec(&sbx, &grant, with_cwd("pwd", cwd)).await),
@@ -43,6 +40,9 @@ async fn the_spec_resources_become_rlimits() {
         cpu_percent: Some(50),
         memory_mb: Some(256),
         max_processes: Some(64),
+        max_open_files: Some(100),
+        disk_mb: Some(1),
+        ..Resources::default()
     };
     let sbx = h.provision_spec("p1", s).await.unwrap();
     let out = h.sh(&sbx, "cat /proc/self/limits").await.unwrap();
@@ -58,6 +58,18 @@ async fn the_spec_resources_become_rlimits() {
     assert_eq!(limit("Max cpu time"), ["10", "10"]);
     assert_eq!(limit("Max address space"), ["268435456", "268435456"]);
     assert_eq!(limit("Max processes"), ["64", "64"]);
+    assert_eq!(limit("Max open files"), ["100", "100"]);
+    assert_eq!(limit("Max file size"), ["1048576", "1048576"]);
+    // A write past the disk quota fails; once the files fill it, commands are refused.
+    let out = h
+        .sh(&sbx, "head -c 2000000 /dev/zero > big; echo $?")
+        .await
+        .unwrap();
+    assert_ne!(out.stdout.trim(), "0", "{out:?}");
+    assert_eq!(
+        refused(h.sh(&sbx, "true").await),
+        (409, "sandbox.disk_quota_exceeded".into())
+    );
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@ mod conformance_inventory;
 mod crash;
 mod faults;
 mod inventory;
+mod isolation;
 mod lifecycle;
 mod limits;
 mod registry;
@@ -203,6 +204,12 @@ pub fn spec(mode: WorkspaceMode, host: Option<&str>) -> ResolvedSandboxSpec {
         resources: Resources::default(),
         metadata: serde_json::json!({}),
     }
+}
+
+/// The host pid of what the sandbox knows as `nspid` (an isolated sandbox has its own pids).
+pub fn host_pid(h: &SandboxHandle, nspid: i32) -> i32 {
+    sagents_local_provider::process::host_pid(&h.r#ref.sandbox_id, nspid)
+        .expect("the process runs in the sandbox")
 }
 
 /// Whether a process exists and is not a zombie, and its state letter.

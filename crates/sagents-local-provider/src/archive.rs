@@ -49,6 +49,22 @@ impl<R: Read> Read for HashingReader<R> {
     }
 }
 
+/// The bytes the files under `dir` take (allocated blocks), without following symlinks.
+pub fn disk_usage(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = dir.symlink_metadata() else {
+        return 0;
+    };
+    let own = meta.blocks().saturating_mul(512);
+    if !meta.is_dir() {
+        return own;
+    }
+    let children = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| disk_usage(&e.path())).sum::<u64>())
+        .unwrap_or(0);
+    own.saturating_add(children)
+}
+
 /// Archives the contents of `dir` into `out` (written to a temporary name, synced, then
 /// renamed into place). Symlinks are stored as links, never followed.
 pub fn pack(dir: &Path, out: &Path) -> io::Result<ArchiveInfo> {
@@ -64,7 +80,7 @@ pub fn pack(dir: &Path, out: &Path) -> io::Result<ArchiveInfo> {
 }
 
 fn pack_to(dir: &Path, tmp: &Path) -> io::Result<ArchiveInfo> {
-    let file = File::create(tmp)?;
+    let file = super::state::private_file(tmp)?;
     let hashing = HashingWriter {
         inner: BufWriter::with_capacity(BUF, file),
         hasher: Sha256::new(),

@@ -2,11 +2,11 @@
 //! variable, and flags win.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
-use super::Config;
+use super::{Config, IsolationMode};
 
 const FAULT_HELP: &str = "\
 Test only: inject faults. SPEC is RULE(;RULE)*, RULE is POINT=ACTION(:MODIFIER)*.
@@ -54,27 +54,95 @@ pub struct ServeArgs {
     /// Active workspaces must lie inside this folder [default: ROOT/workspaces].
     #[arg(long, env = "SAGENTS_PROVIDER_WORKSPACE_ROOT")]
     pub workspace_root: Option<PathBuf>,
-    /// Bearer token callers must present.
+    /// Bearer token callers must present. Prefer `--token-file` or the variable: a command
+    /// line is visible to every local user.
     #[arg(long, env = "SAGENTS_PROVIDER_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// File holding the bearer token (one trailing newline ignored).
+    #[arg(long, env = "SAGENTS_PROVIDER_TOKEN_FILE", conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
     /// Secret shared with the service to sign grants [default: generated, kept in ROOT].
+    /// Prefer `--grant-secret-file` or the variable.
     #[arg(long, env = "SAGENTS_PROVIDER_GRANT_SECRET", hide_env_values = true)]
     pub grant_secret: Option<String>,
+    /// File holding the grant secret (one trailing newline ignored).
+    #[arg(
+        long,
+        env = "SAGENTS_PROVIDER_GRANT_SECRET_FILE",
+        conflicts_with = "grant_secret"
+    )]
+    pub grant_secret_file: Option<PathBuf>,
+    /// `namespaces`: each sandbox in its own user, PID, mount and network namespaces (needs
+    /// bubblewrap; the provider refuses to start without it); `none`: on the host, unisolated.
+    #[arg(long, env = "SAGENTS_PROVIDER_ISOLATION", default_value = "namespaces")]
+    pub isolation: IsolationMode,
+    /// Host uid and gid that root inside a sandbox maps to, when the provider runs as root.
+    #[arg(long, env = "SAGENTS_PROVIDER_SANDBOX_UID", default_value_t = super::isolation::DEFAULT_SANDBOX_UID)]
+    pub sandbox_uid: u32,
     /// Test only: faults to inject (see below).
     #[arg(long, env = "SAGENTS_PROVIDER_FAULT_INJECTION", value_name = "SPEC", long_help = FAULT_HELP)]
     pub fault_injection: Option<String>,
 }
 
-impl From<ServeArgs> for Config {
-    fn from(a: ServeArgs) -> Self {
-        Config {
-            listen: a.listen,
-            root: a.root,
-            workspace_root: a.workspace_root,
-            token: a.token,
-            grant_secret: a.grant_secret,
-            fault_injection: a.fault_injection,
-        }
+#[derive(Debug, thiserror::Error)]
+pub enum SecretFileError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0} is empty")]
+    Empty(PathBuf),
+}
+
+/// A secret read from `path`, without one trailing newline; a file others may read is used
+/// but warned about.
+pub fn read_secret_file(path: &Path) -> Result<String, SecretFileError> {
+    use std::os::unix::fs::PermissionsExt;
+    let read_err = |source| SecretFileError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = std::fs::read_to_string(path).map_err(read_err)?;
+    let mode = std::fs::metadata(path)
+        .map_err(read_err)?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        tracing::warn!(path = %path.display(), mode = format!("{:o}", mode & 0o777), "a secret file is readable by other users; make it 0600");
+    }
+    let secret = text
+        .strip_suffix('\n')
+        .map(|t| t.strip_suffix('\r').unwrap_or(t))
+        .unwrap_or(&text);
+    if secret.is_empty() {
+        return Err(SecretFileError::Empty(path.to_path_buf()));
+    }
+    Ok(secret.to_owned())
+}
+
+impl ServeArgs {
+    /// The configuration, with secrets read from their files.
+    pub fn into_config(self) -> Result<Config, SecretFileError> {
+        let token = match &self.token_file {
+            Some(p) => Some(read_secret_file(p)?),
+            None => self.token,
+        };
+        let grant_secret = match &self.grant_secret_file {
+            Some(p) => Some(read_secret_file(p)?),
+            None => self.grant_secret,
+        };
+        Ok(Config {
+            listen: self.listen,
+            root: self.root,
+            workspace_root: self.workspace_root,
+            token,
+            grant_secret,
+            fault_injection: self.fault_injection,
+            isolation: self.isolation,
+            sandbox_uid: Some(self.sandbox_uid),
+        })
     }
 }
 
@@ -98,10 +166,40 @@ mod tests {
         ])
         .unwrap();
         let Command::Serve(args) = cli.command;
-        let cfg = Config::from(args);
+        let cfg = args.into_config().unwrap();
         assert_eq!(cfg.root, PathBuf::from("/tmp/r"));
         assert_eq!(cfg.token.as_deref(), Some("t"));
         assert_eq!(cfg.fault_injection.as_deref(), Some("release=drop:times=1"));
         assert!(Cli::try_parse_from(["sagents-local-provider", "serve"]).is_err());
+    }
+
+    #[test]
+    fn secrets_come_from_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tok, sec) = (dir.path().join("token"), dir.path().join("secret"));
+        std::fs::write(&tok, "from-file\n").unwrap();
+        std::fs::write(&sec, "s3cret").unwrap();
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["sagents-local-provider", "serve", "--root", "/tmp/r"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv)
+        };
+        let cli = parse(&[
+            "--token-file",
+            tok.to_str().unwrap(),
+            "--grant-secret-file",
+            sec.to_str().unwrap(),
+        ])
+        .unwrap();
+        let Command::Serve(args) = cli.command;
+        let cfg = args.into_config().unwrap();
+        assert_eq!(cfg.token.as_deref(), Some("from-file"));
+        assert_eq!(cfg.grant_secret.as_deref(), Some("s3cret"));
+        assert!(parse(&["--token", "t", "--token-file", tok.to_str().unwrap()]).is_err());
+        std::fs::write(&tok, "\n").unwrap();
+        let Command::Serve(args) = parse(&["--token-file", tok.to_str().unwrap()])
+            .unwrap()
+            .command;
+        assert!(matches!(args.into_config(), Err(SecretFileError::Empty(_))));
     }
 }

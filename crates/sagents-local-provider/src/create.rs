@@ -158,6 +158,21 @@ impl Engine {
         false
     }
 
+    /// `WORKSPACE_ROOT/<tenant>`, created if missing: the only place a tenant's active
+    /// workspaces may lie.
+    fn tenant_workspaces(&self, tenant_id: &str) -> Result<std::path::PathBuf, ApiError> {
+        if tenant_id.bytes().all(|b| b == b'.') {
+            return Err(ApiError::invalid(
+                "validation.failed",
+                "tenant_id: must not be `.` or `..` for an active workspace",
+            ));
+        }
+        let dir = self.cfg.workspace_root.join(tenant_id);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| internal("creating the tenant's workspace folder", e))?;
+        Ok(dir)
+    }
+
     /// `POST /v3/sandboxes`; the bool is false for a replay.
     pub async fn provision(
         &self,
@@ -178,10 +193,14 @@ impl Engine {
         };
         let dir = match (&req.spec.workspace_mode, &req.spec.host_workspace) {
             (WorkspaceMode::ActiveWorkspace, Some(host)) => {
-                let dir = paths::resolve_workspace(&self.cfg.workspace_root, host).map_err(|e| {
+                let tenant_root = self.tenant_workspaces(&req.tenant_id)?;
+                let dir = paths::resolve_workspace(&tenant_root, host).map_err(|e| {
                     ApiError::invalid(
                         "sandbox.workspace_outside_root",
-                        format!("sandbox_spec.host_workspace: {e}; it must lie inside the workspace root"),
+                        format!(
+                            "sandbox_spec.host_workspace: {e}; it must lie inside the workspace root's folder for tenant `{}`",
+                            req.tenant_id
+                        ),
                     )
                 })?;
                 if self.workspace_in_use(&dir).await {
@@ -218,8 +237,7 @@ impl Engine {
             std::fs::create_dir_all(&dir).map_err(|e| internal("creating the sandbox", e))?;
         }
         self.crash_after(FaultPoint::CreateFiles)?;
-        let leader = process::spawn_leader(&dir, &intent.sandbox_id)
-            .map_err(|e| internal("starting the sandbox", e))?;
+        let leader = self.spawn_leader(&dir, &intent.sandbox_id, req.spec.resources.network())?;
         self.crash_after(FaultPoint::CreateLeader)?;
         let now = Utc::now();
         let rec = SandboxRecord {

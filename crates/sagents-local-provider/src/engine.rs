@@ -13,13 +13,14 @@ use tokio::sync::Mutex;
 
 use super::create::undo;
 use super::error::ApiError;
-use super::exec::{self, ExecPlan};
+use super::exec::{self, ExecPlan, Place};
 use super::faults::FaultPlan;
+use super::isolation::Sandboxer;
 use super::paths;
-use super::process::{self, Limits};
+use super::process::{self, Leader, Limits};
 use super::state::{Layout, SandboxRecord};
 use sagents_plugin_api::grant;
-use sagents_plugin_api::spec::{ReleaseDisposition, ResolvedSandboxSpec, SpecError};
+use sagents_plugin_api::spec::{NetworkMode, ReleaseDisposition, ResolvedSandboxSpec, SpecError};
 use sagents_plugin_api::wire::{
     AttachRequest, Capabilities, ExecRequest, ExecResponse, SandboxHandle, SandboxInfo,
     SandboxState, API_VERSION_V3, CAPABILITY_SANDBOX,
@@ -32,6 +33,8 @@ const MAX_KEY_LEN: usize = 256;
 pub struct EngineConfig {
     pub workspace_root: PathBuf,
     pub grant_secret: Vec<u8>,
+    /// `None`: sandboxes run unisolated on the host (`--isolation none`).
+    pub sandboxer: Option<Sandboxer>,
 }
 
 pub type Slot = Arc<Mutex<SandboxRecord>>;
@@ -100,6 +103,21 @@ pub(super) fn reconcile(rec: &mut SandboxRecord) -> bool {
         return true;
     }
     false
+}
+
+/// Refuses an exec once the sandbox's files take `mb` MiB or more.
+async fn check_disk(dir: &std::path::Path, mb: u64) -> Result<(), ApiError> {
+    let dir = dir.to_path_buf();
+    let used = tokio::task::spawn_blocking(move || super::archive::disk_usage(&dir))
+        .await
+        .map_err(|e| internal("measuring the sandbox's files", e))?;
+    if used >= mb.saturating_mul(1024 * 1024) {
+        return Err(ApiError::conflict(
+            "sandbox.disk_quota_exceeded",
+            format!("the sandbox's files take {used} bytes; its quota is {mb} MiB"),
+        ));
+    }
+    Ok(())
 }
 
 fn resident(rec: SandboxRecord) -> Entry {
@@ -175,7 +193,10 @@ impl Engine {
             capability: CAPABILITY_SANDBOX.into(),
             provider_id: PROVIDER_ID.into(),
             provider_version: env!("CARGO_PKG_VERSION").into(),
-            isolation_level: "process".into(),
+            isolation_level: match self.cfg.sandboxer {
+                Some(_) => "namespaces".into(),
+                None => "process".into(),
+            },
             supported_release_dispositions: ReleaseDisposition::ALL.to_vec(),
             supports_snapshot: true,
             supports_restore: true,
@@ -185,6 +206,20 @@ impl Engine {
             supports_inventory: true,
             supports_checkpoint_delete: true,
         }
+    }
+
+    /// Starts a sandbox's leader: namespaced, or a plain process group without isolation.
+    pub(super) fn spawn_leader(
+        &self,
+        dir: &std::path::Path,
+        sandbox_id: &str,
+        network: NetworkMode,
+    ) -> Result<Leader, ApiError> {
+        match &self.cfg.sandboxer {
+            Some(sb) => sb.spawn_leader(dir, sandbox_id, network),
+            None => process::spawn_leader(dir, sandbox_id),
+        }
+        .map_err(|e| internal("starting the sandbox", e))
     }
 
     /// The sandbox, read from its file first if it was terminated before this start.
@@ -368,15 +403,30 @@ impl Engine {
         }
         let cwd = paths::resolve_cwd(&dir, req.cwd.as_deref())
             .map_err(|e| ApiError::invalid("exec.cwd_invalid", format!("cwd: {e}")))?;
+        if let Some(mb) = resources.disk_mb {
+            check_disk(&dir, mb).await?;
+        }
         let timeout = Duration::from_secs(req.timeout_seconds);
+        let home = dir.canonicalize().unwrap_or(dir.clone());
+        let rel = cwd.strip_prefix(&home).unwrap_or(std::path::Path::new(""));
+        let place = match &self.cfg.sandboxer {
+            Some(sandboxer) => Place::Isolated {
+                sandboxer,
+                leader,
+                cwd: rel,
+            },
+            None => Place::Host {
+                cwd: &cwd,
+                home: &dir,
+                process_group: leader.pid,
+            },
+        };
         exec::run(ExecPlan {
             argv: &req.argv,
-            cwd: &cwd,
-            home: &dir,
+            place,
             env: req.env.as_ref(),
             stdin: req.stdin.as_deref(),
             timeout,
-            process_group: leader.pid,
             limits: Limits::from_resources(&resources, timeout),
         })
         .await

@@ -1,5 +1,5 @@
-//! Running one command inside a sandbox: in its process group, its directory and its limits,
-//! with bounded output and a timeout.
+//! Running one command inside a sandbox: in its namespaces (or, without isolation, its
+//! process group), its directory and its limits, with bounded output and a timeout.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -9,24 +9,74 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use super::process::Limits;
+use super::isolation::{no_new_privs, Sandboxer, WORKSPACE};
+use super::process::{Leader, Limits, SAFE_PATH};
 use sagents_plugin_api::wire::ExecResponse;
 
 /// Per stream; keeps an exec answer well under a client's 1 MiB response cap.
 pub const MAX_OUTPUT_BYTES: usize = 64 * 1024;
 pub const MAX_STDIN_BYTES: usize = 1024 * 1024;
 pub const MAX_TIMEOUT_SECONDS: u64 = 3600;
-const SAFE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Where a command runs.
+pub enum Place<'a> {
+    /// In the sandbox's namespaces; `cwd` is relative to its workspace.
+    Isolated {
+        sandboxer: &'a Sandboxer,
+        leader: Leader,
+        cwd: &'a Path,
+    },
+    /// On the host, in the sandbox's folder and process group.
+    Host {
+        cwd: &'a Path,
+        home: &'a Path,
+        process_group: i32,
+    },
+}
 
 pub struct ExecPlan<'a> {
     pub argv: &'a [String],
-    pub cwd: &'a Path,
-    pub home: &'a Path,
+    pub place: Place<'a>,
     pub env: Option<&'a BTreeMap<String, String>>,
     pub stdin: Option<&'a str>,
     pub timeout: Duration,
-    pub process_group: i32,
     pub limits: Limits,
+}
+
+fn command(plan: &ExecPlan<'_>, program: &str, args: &[String]) -> tokio::process::Command {
+    match &plan.place {
+        Place::Isolated {
+            sandboxer,
+            leader,
+            cwd,
+        } => {
+            let inside = match cwd.as_os_str().is_empty() {
+                true => WORKSPACE.to_owned(),
+                false => Path::new(WORKSPACE).join(cwd).display().to_string(),
+            };
+            let mut cmd = sandboxer.command(leader, &inside, plan.argv);
+            cmd.env_clear()
+                .env("PATH", SAFE_PATH)
+                .env("HOME", WORKSPACE)
+                .env("PWD", inside);
+            cmd
+        }
+        Place::Host {
+            cwd,
+            home,
+            process_group,
+        } => {
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args)
+                .current_dir(cwd)
+                .env_clear()
+                .env("PATH", SAFE_PATH)
+                .env("HOME", home)
+                .env("PWD", cwd)
+                .process_group(*process_group);
+            cmd
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -77,22 +127,15 @@ pub async fn run(plan: ExecPlan<'_>) -> Result<ExecResponse, ExecError> {
     if plan.stdin.is_some_and(|s| s.len() > MAX_STDIN_BYTES) {
         return Err(ExecError::StdinTooLarge);
     }
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args)
-        .current_dir(plan.cwd)
-        .env_clear()
-        .env("PATH", SAFE_PATH)
-        .env("HOME", plan.home)
-        .env("PWD", plan.cwd)
-        .stdin(if plan.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(plan.process_group)
-        .kill_on_drop(true);
+    let mut cmd = command(&plan, program, args);
+    cmd.stdin(if plan.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .kill_on_drop(true);
     for (k, v) in plan.env.into_iter().flatten() {
         if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
             return Err(ExecError::BadEnvName(k.chars().take(80).collect()));
@@ -100,9 +143,12 @@ pub async fn run(plan: ExecPlan<'_>) -> Result<ExecResponse, ExecError> {
         cmd.env(k, v);
     }
     let limits = plan.limits;
-    // SAFETY: the closure only calls setrlimit(2), which is async-signal-safe.
+    // SAFETY: the closure only calls setrlimit(2) and prctl(2), which are async-signal-safe.
     unsafe {
-        cmd.pre_exec(move || limits.apply());
+        cmd.pre_exec(move || {
+            no_new_privs()?;
+            limits.apply()
+        });
     }
     let mut child = cmd.spawn().map_err(ExecError::Spawn)?;
     let out = Arc::new(Mutex::new(Capture::default()));

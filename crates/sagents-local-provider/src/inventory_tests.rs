@@ -34,6 +34,7 @@ fn engine(root: &Path) -> TestEngine {
     let cfg = EngineConfig {
         workspace_root: root.join("workspaces"),
         grant_secret: b"unit-test-secret".to_vec(),
+        sandboxer: None,
     };
     TestEngine(Engine::load(cfg, Layout::new(root).unwrap(), FaultPlan::default()).unwrap())
 }

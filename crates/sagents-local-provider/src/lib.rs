@@ -2,9 +2,11 @@
 //! sandboxes on this host.
 //!
 //! A sandbox is a directory (under `ROOT/sandboxes`, or an active workspace's host folder
-//! inside the workspace root) plus a process group led by a long-lived `sleep infinity`;
-//! commands run through `exec` join that group, under the spec's rlimits, so terminating the
-//! sandbox kills everything it started. `snapshot_and_terminate` pauses the group, archives
+//! inside the workspace root) plus a long-lived leader: by default the init of the sandbox's
+//! own namespaces (user, PID, mount, network, ...; see [`isolation`]), which commands run
+//! through `exec` join under the spec's rlimits and `no_new_privs`, so a command sees only its
+//! sandbox and terminating the sandbox ends everything it started. With `--isolation none`
+//! the leader is a plain process group on the host. `snapshot_and_terminate` pauses the group, archives
 //! the files (tar + zstd) as a checkpoint and kills the group; `POST /v3/restores` unpacks a
 //! checkpoint into a fresh sandbox. Sandboxes, receipts, checkpoints and idempotency records
 //! are JSON files under `ROOT/state`, so the provider keeps its word across restarts; without
@@ -22,6 +24,7 @@ pub mod exec;
 pub mod faults;
 mod forget;
 mod inventory;
+pub mod isolation;
 pub mod paths;
 pub mod process;
 mod release;
@@ -41,6 +44,8 @@ use engine::EngineConfig;
 pub use engine::{Engine, GRANT_TTL, PROVIDER_ID};
 pub use error::ApiError;
 use faults::{FaultPlan, FaultSpecError};
+pub use isolation::IsolationMode;
+use isolation::{Sandboxer, Unavailable};
 use state::Layout;
 
 #[derive(Debug, Clone)]
@@ -55,6 +60,9 @@ pub struct Config {
     /// when absent.
     pub grant_secret: Option<String>,
     pub fault_injection: Option<String>,
+    pub isolation: IsolationMode,
+    /// Host uid (and gid) root inside a sandbox maps to when the provider runs as root.
+    pub sandbox_uid: Option<u32>,
 }
 
 impl Config {
@@ -67,6 +75,8 @@ impl Config {
             token: None,
             grant_secret: None,
             fault_injection: None,
+            isolation: IsolationMode::Namespaces,
+            sandbox_uid: None,
         }
     }
 }
@@ -75,6 +85,8 @@ impl Config {
 pub enum LocalProviderError {
     #[error(transparent)]
     FaultSpec(#[from] FaultSpecError),
+    #[error(transparent)]
+    Isolation(#[from] Unavailable),
     #[error("preparing {path}: {source}")]
     Root {
         path: PathBuf,
@@ -180,12 +192,29 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
         .workspace_root
         .clone()
         .unwrap_or_else(|| config.root.join("workspaces"));
-    std::fs::create_dir_all(&workspace_root).map_err(root_err(&workspace_root))?;
+    if config.workspace_root.is_none() {
+        std::fs::create_dir_all(&workspace_root).map_err(root_err(&workspace_root))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&workspace_root, std::fs::Permissions::from_mode(0o711))
+            .map_err(root_err(&workspace_root))?;
+    } else {
+        std::fs::create_dir_all(&workspace_root).map_err(root_err(&workspace_root))?;
+    }
     let secret = grant_secret(&config, &layout).map_err(root_err(&config.root))?;
+    let sandboxer = match config.isolation {
+        IsolationMode::Namespaces => {
+            Some(Sandboxer::detect(config.sandbox_uid, &layout.sandbox_dirs()).await?)
+        }
+        IsolationMode::None => {
+            tracing::warn!("sandbox isolation is off (--isolation none): commands run on the host as the provider's user and can read whatever it can");
+            None
+        }
+    };
     let engine = Engine::load(
         EngineConfig {
             workspace_root,
             grant_secret: secret,
+            sandboxer,
         },
         layout,
         faults,

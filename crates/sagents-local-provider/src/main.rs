@@ -14,7 +14,10 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match cli.command {
         cli::Command::Serve(args) => {
-            let provider = local_provider::serve(args.into())
+            let config = args
+                .into_config()
+                .context("reading the provider's secrets")?;
+            let provider = local_provider::serve(config)
                 .await
                 .context("starting the local provider")?;
             tracing::info!(addr = %provider.addr, "sagents-local-provider listening");

@@ -1,5 +1,7 @@
-//! Process groups: one long-lived leader per sandbox; exec'd commands join its group, so one
-//! signal to the group reaches everything the sandbox runs.
+//! Sandbox leaders. Isolated (see [`super::isolation`]): the leader is the init of the
+//! sandbox's PID namespace, and a signal to the sandbox goes to every process in that
+//! namespace; killing the init ends them all. Without isolation: a process group led by a
+//! long-lived `sleep infinity`, which exec'd commands join.
 
 use std::collections::HashMap;
 use std::io;
@@ -17,7 +19,13 @@ use sagents_plugin_api::spec::Resources;
 pub struct Leader {
     pub pid: i32,
     pub start_time: u64,
+    /// The inode of the sandbox's PID namespace, for an isolated sandbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_ns: Option<u64>,
 }
+
+pub const SAFE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// Names the sandbox in its leader's environment, so a leader whose start was never recorded
 /// can still be found (see [`tagged_leaders`]).
@@ -44,11 +52,15 @@ pub fn spawn_leader(dir: &Path, sandbox_id: &str) -> io::Result<Leader> {
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
-    Ok(Leader { pid, start_time })
+    Ok(Leader {
+        pid,
+        start_time,
+        pid_ns: None,
+    })
 }
 
 /// Field 22 of `/proc/PID/stat`, or `None` if the process is gone or a zombie.
-fn start_time(pid: i32) -> Option<u64> {
+pub fn start_time(pid: i32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may contain spaces; fields resume after its last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
@@ -77,11 +89,88 @@ pub fn tagged_leaders() -> HashMap<String, Leader> {
         let id = environ
             .split(|b| *b == 0)
             .find_map(|v| std::str::from_utf8(v).ok()?.strip_prefix(prefix.as_str()));
-        if let (Some(id), Some(start_time)) = (id, start_time(pid)) {
-            out.insert(id.to_owned(), Leader { pid, start_time });
+        let Some(id) = id else { continue };
+        if let Some(leader) = tagged_leader(pid) {
+            out.insert(id.to_owned(), leader);
         }
     }
     out
+}
+
+/// The leader a tagged process stands for: itself without isolation; the init of its
+/// namespace when it is the `sleep` started second in a PID namespace.
+fn tagged_leader(pid: i32) -> Option<Leader> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    let nspids: Vec<&str> = field("NSpid:")?.split_whitespace().collect();
+    if nspids.len() < 2 {
+        return Some(Leader {
+            pid,
+            start_time: start_time(pid)?,
+            pid_ns: None,
+        });
+    }
+    if nspids.last() != Some(&"2") {
+        return None;
+    }
+    let init: i32 = field("PPid:")?.parse().ok()?;
+    Some(Leader {
+        pid: init,
+        start_time: start_time(init)?,
+        pid_ns: Some(pid_ns_of(init)?),
+    })
+}
+
+fn pid_ns_of(pid: i32) -> Option<u64> {
+    let link = std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok()?;
+    link.to_str()?
+        .strip_prefix("pid:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// The live (not zombie) processes of the PID namespace `ns`.
+pub fn ns_members(ns: u64) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid_ns_of(pid) == Some(ns) && start_time(pid).is_some())
+        .collect()
+}
+
+/// The host pid of the process sandbox `sandbox_id` knows as `nspid` (what `echo $!` prints
+/// inside it); for tests and tools.
+pub fn host_pid(sandbox_id: &str, nspid: i32) -> Option<i32> {
+    let leader = tagged_leaders().remove(sandbox_id)?;
+    let Some(ns) = leader.pid_ns else {
+        return Some(nspid);
+    };
+    ns_members(ns).into_iter().find(|&pid| {
+        std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|l| l.split_whitespace().last())
+                == Some(nspid.to_string().as_str())
+        })
+    })
+}
+
+fn kill(pid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    if unsafe { libc::kill(pid, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 impl Leader {
@@ -94,11 +183,37 @@ impl Leader {
         if !self.is_alive() {
             return Err(io::Error::from_raw_os_error(libc::ESRCH));
         }
-        // SAFETY: kill(2) has no memory-safety preconditions.
-        if unsafe { libc::kill(-self.pid, sig) } == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
+        let Some(ns) = self.pid_ns else {
+            return kill(-self.pid, sig);
+        };
+        // Sweep until no new member appears, so a process forked mid-sweep is reached too.
+        let mut done = std::collections::HashSet::new();
+        for _ in 0..10 {
+            let fresh: Vec<i32> = ns_members(ns)
+                .into_iter()
+                .filter(|p| !done.contains(p))
+                .collect();
+            if fresh.is_empty() {
+                break;
+            }
+            for pid in fresh {
+                let _ = kill(pid, sig);
+                done.insert(pid);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether every process of the sandbox is gone: the leader, and for an isolated sandbox
+    /// every member of its PID namespace.
+    pub fn all_dead(&self) -> bool {
+        !self.is_alive() && self.pid_ns.is_none_or(|ns| ns_members(ns).is_empty())
+    }
+
+    fn kill_target(&self) -> i32 {
+        match self.pid_ns {
+            Some(_) => self.pid,
+            None => -self.pid,
         }
     }
 
@@ -113,16 +228,16 @@ impl Leader {
     /// SIGKILLs the group without waiting (for teardown paths that cannot await).
     pub fn kill_now(&self) {
         if self.is_alive() {
-            // SAFETY: kill(2) has no memory-safety preconditions.
-            unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+            let _ = kill(self.kill_target(), libc::SIGKILL);
         }
     }
 
     /// Like [`Leader::kill_group`], blocking the calling thread (for startup).
     pub fn kill_group_blocking(&self) -> io::Result<()> {
         self.kill_now();
-        for _ in 0..500 {
-            if !self.is_alive() {
+        let deadline = std::time::Instant::now() + KILL_WAIT;
+        while std::time::Instant::now() < deadline {
+            if self.all_dead() {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(2));
@@ -134,19 +249,16 @@ impl Leader {
 
     /// SIGKILLs the group and waits (bounded) until the leader is gone.
     pub async fn kill_group(&self) -> io::Result<()> {
-        if !self.is_alive() {
-            return Ok(());
-        }
-        // SAFETY: kill(2) has no memory-safety preconditions.
-        let rc = unsafe { libc::kill(-self.pid, libc::SIGKILL) };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::ESRCH) {
-                return Err(e);
+        if self.is_alive() {
+            if let Err(e) = kill(self.kill_target(), libc::SIGKILL) {
+                if e.raw_os_error() != Some(libc::ESRCH) {
+                    return Err(e);
+                }
             }
         }
-        for _ in 0..500 {
-            if !self.is_alive() {
+        let deadline = std::time::Instant::now() + KILL_WAIT;
+        while std::time::Instant::now() < deadline {
+            if self.all_dead() {
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
@@ -163,6 +275,8 @@ pub struct Limits {
     pub max_processes: Option<u64>,
     pub memory_bytes: Option<u64>,
     pub cpu_seconds: Option<u64>,
+    pub open_files: Option<u64>,
+    pub file_bytes: Option<u64>,
 }
 
 impl Limits {
@@ -176,6 +290,8 @@ impl Limits {
                 let secs = timeout.as_secs().max(1);
                 (secs.saturating_mul(u64::from(pct)).div_ceil(100)).max(1)
             }),
+            open_files: r.max_open_files.map(u64::from),
+            file_bytes: r.disk_mb.map(|mb| mb.saturating_mul(1024 * 1024)),
         }
     }
 
@@ -203,6 +319,12 @@ impl Limits {
         if let Some(s) = self.cpu_seconds {
             set(libc::RLIMIT_CPU, s)?;
         }
+        if let Some(n) = self.open_files {
+            set(libc::RLIMIT_NOFILE, n)?;
+        }
+        if let Some(b) = self.file_bytes {
+            set(libc::RLIMIT_FSIZE, b)?;
+        }
         Ok(())
     }
 }
@@ -217,6 +339,7 @@ mod tests {
             cpu_percent: Some(50),
             memory_mb: Some(64),
             max_processes: Some(32),
+            ..Resources::default()
         };
         let l = Limits::from_resources(&r, Duration::from_secs(10));
         assert_eq!(l.cpu_seconds, Some(5));
@@ -245,6 +368,7 @@ mod tests {
         let reused = Leader {
             pid: std::process::id() as i32,
             start_time: 1,
+            pid_ns: None,
         };
         assert!(
             !reused.is_alive(),

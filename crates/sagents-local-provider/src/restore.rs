@@ -7,7 +7,6 @@ use super::engine::{check_key, check_name, check_spec, internal, Engine, PROVIDE
 use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::inventory::valid_checkpoint_id;
-use super::process;
 use super::state::{fingerprint, CreateIntent, SandboxRecord};
 use sagents_plugin_api::spec::WorkspaceMode;
 use sagents_plugin_api::wire::{
@@ -96,8 +95,7 @@ impl Engine {
             other => internal("restoring the files", other),
         })?;
         self.crash_after(FaultPoint::CreateFiles)?;
-        let leader = process::spawn_leader(&dir, &intent.sandbox_id)
-            .map_err(|e| internal("starting the sandbox", e))?;
+        let leader = self.spawn_leader(&dir, &intent.sandbox_id, req.spec.resources.network())?;
         self.crash_after(FaultPoint::CreateLeader)?;
         let now = Utc::now();
         let rec = SandboxRecord {

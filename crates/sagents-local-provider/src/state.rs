@@ -99,6 +99,22 @@ impl Layout {
         ] {
             fs::create_dir_all(d)?;
         }
+        // Only the provider reads its state and archives; a sandbox's own user may pass
+        // through ROOT and `sandboxes` to its folder, but list neither.
+        for (d, mode) in [
+            (layout.root.clone(), 0o711),
+            (layout.sandbox_dirs(), 0o711),
+            (layout.root.join("state"), 0o700),
+            (layout.sandbox_states(), 0o700),
+            (layout.terminated_states(), 0o700),
+            (layout.checkpoint_states(), 0o700),
+            (layout.requests(), 0o700),
+            (layout.intents(), 0o700),
+            (layout.archives(), 0o700),
+            (layout.trash(), 0o700),
+        ] {
+            set_mode(&d, mode)?;
+        }
         Ok(layout)
     }
 
@@ -296,11 +312,27 @@ pub fn fingerprint<T: Serialize>(value: &T) -> String {
     hex::encode(Sha256::digest(&bytes))
 }
 
+/// A new file only the provider's user may read (0600).
+pub fn private_file(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+}
+
+fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
     let bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
     let tmp = path.with_extension("tmp");
     {
-        let mut f = fs::File::create(&tmp)?;
+        let mut f = private_file(&tmp)?;
         f.write_all(&bytes)?;
         f.sync_all()?;
     }

@@ -160,6 +160,7 @@ class Provider(Managed):
         super().__init__("provider", work / "logs" / "provider.log", free_port())
         self.bin = bin_dir / "sagents-local-provider"
         self.root = work / "provider"
+        work.chmod(0o711)  # the sandboxes' own user passes through to their folders under it
         self.token = token
         self.secret = secret
         self.spec = ""
@@ -167,11 +168,12 @@ class Provider(Managed):
 
     def start(self, spec=""):
         self.spec = spec
-        argv = [str(self.bin), "serve", "--listen", f"127.0.0.1:{self.port}", "--root", str(self.root),
-                "--token", self.token, "--grant-secret", self.secret]
+        argv = [str(self.bin), "serve", "--listen", f"127.0.0.1:{self.port}", "--root", str(self.root)]
         if spec:
             argv.append(f"--fault-injection={spec}")
-        env = dict(os.environ, RUST_LOG=os.environ.get("CHAOS_PROVIDER_LOG", "info"))
+        # Secrets through the environment, never the command line.
+        env = dict(os.environ, RUST_LOG=os.environ.get("CHAOS_PROVIDER_LOG", "info"),
+                   SAGENTS_PROVIDER_TOKEN=self.token, SAGENTS_PROVIDER_GRANT_SECRET=self.secret)
         self._spawn(argv, env)
         self.wait_ready(lambda: get(self.port, "/v3/capabilities", self.token)[0] == 200)
 

@@ -1,0 +1,295 @@
+//! Namespaces per sandbox, through bubblewrap: a sandbox's leader is `bwrap` holding a new
+//! user, PID, mount, IPC, UTS (and, unless the spec asks for the host's, network) namespace,
+//! with the sandbox's files at [`WORKSPACE`], read-only system folders, a private `/tmp` and
+//! the `/proc` of its own PID namespace. Commands join those namespaces with `nsenter`, so
+//! they see what the leader sees and nothing of the provider. Root inside maps to an
+//! unprivileged id outside when the provider runs as root.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use sagents_text_enum::text_enum;
+
+use super::process::{start_time, Leader, SAFE_PATH, SANDBOX_TAG};
+use sagents_plugin_api::spec::NetworkMode;
+
+/// Where a sandbox sees its own files; its working directory and `HOME`.
+pub const WORKSPACE: &str = "/workspace";
+/// The host id root inside a sandbox maps to when the provider runs as root.
+pub const DEFAULT_SANDBOX_UID: u32 = 100_000;
+const SYSTEM_DIRS: &[&str] = &[
+    "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc",
+];
+
+text_enum! {
+    pub enum IsolationMode as "isolation mode" {
+        Namespaces => "namespaces",
+        None => "none",
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("sandbox namespaces are unavailable ({0}); start with `--isolation none` to run sandboxes without isolation")]
+pub struct Unavailable(String);
+
+/// Starts and enters namespaced sandboxes.
+#[derive(Debug, Clone)]
+pub struct Sandboxer {
+    /// The host uid and gid sandboxes run as, when the provider can choose (runs as root).
+    user: Option<(u32, u32)>,
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2(2) writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Reads bwrap's `--info-fd` JSON object, waiting at most `limit`.
+fn read_info(fd: &OwnedFd, limit: Duration) -> io::Result<serde_json::Value> {
+    let deadline = Instant::now() + limit;
+    let mut data = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut pfd = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis() as libc::c_int) };
+        if n <= 0 {
+            return Err(io::Error::other("bwrap did not report its sandbox in time"));
+        }
+        let mut buf = [0u8; 1024];
+        // SAFETY: `buf` is valid for writes of its length.
+        let got = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if got <= 0 {
+            return Err(io::Error::other("bwrap exited before starting the sandbox"));
+        }
+        data.extend_from_slice(&buf[..got as usize]);
+        if let Ok(v) = serde_json::from_slice(&data) {
+            return Ok(v);
+        }
+    }
+}
+
+fn chown_tree(dir: &Path, uid: u32, gid: u32) -> io::Result<()> {
+    std::os::unix::fs::lchown(dir, Some(uid), Some(gid))?;
+    if dir.symlink_metadata()?.is_dir() {
+        for e in std::fs::read_dir(dir)? {
+            chown_tree(&e?.path(), uid, gid)?;
+        }
+    }
+    Ok(())
+}
+
+impl Sandboxer {
+    /// Checks that a namespaced sandbox can be started on this host, over a folder in `under`.
+    pub async fn detect(uid: Option<u32>, under: &Path) -> Result<Self, Unavailable> {
+        // SAFETY: geteuid(2) has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let uid = uid.unwrap_or(DEFAULT_SANDBOX_UID);
+        let sb = Sandboxer {
+            user: root.then_some((uid, uid)),
+        };
+        let probe = under.join(format!("probe-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir(&probe).map_err(|e| Unavailable(e.to_string()))?;
+        sb.prepare(&probe).map_err(|e| Unavailable(e.to_string()))?;
+        let out = sb
+            .bwrap(&probe, NetworkMode::None)
+            .args(["--", "true"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .await;
+        let _ = std::fs::remove_dir(&probe);
+        match out {
+            Ok(o) if o.status.success() => Ok(sb),
+            Ok(o) => Err(Unavailable(format!(
+                "bwrap: {}; every folder above {} must be searchable by the sandbox user",
+                String::from_utf8_lossy(&o.stderr).trim(),
+                under.display()
+            ))),
+            Err(e) => Err(Unavailable(format!("bwrap could not be run: {e}"))),
+        }
+    }
+
+    /// Hands a sandbox's folder to the id its processes run as: the folder's owner if that is
+    /// not root, else the provider's sandbox user (the files are chowned to it).
+    pub fn prepare(&self, dir: &Path) -> io::Result<(u32, u32)> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = dir.metadata()?;
+        match self.user {
+            Some(_) if meta.uid() != 0 => Ok((meta.uid(), meta.gid())),
+            Some((uid, gid)) => {
+                chown_tree(dir, uid, gid)?;
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+                Ok((uid, gid))
+            }
+            None => Ok((meta.uid(), meta.gid())),
+        }
+    }
+
+    fn bwrap(&self, dir: &Path, network: NetworkMode) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new("bwrap");
+        cmd.args([
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--uid",
+            "0",
+            "--gid",
+            "0",
+            "--new-session",
+        ]);
+        if network == NetworkMode::None {
+            cmd.arg("--unshare-net");
+        }
+        for name in SYSTEM_DIRS {
+            let host = Path::new("/").join(name);
+            match std::fs::read_link(&host) {
+                Ok(target) => {
+                    cmd.arg("--symlink").arg(target).arg(&host);
+                }
+                Err(_) if host.is_dir() => {
+                    cmd.arg("--ro-bind").arg(&host).arg(&host);
+                }
+                Err(_) => {}
+            }
+        }
+        cmd.args([
+            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind",
+        ])
+        .arg(dir)
+        .args([
+            WORKSPACE, "--chdir", WORKSPACE, "--setenv", "HOME", WORKSPACE,
+        ])
+        .env_clear()
+        .env("PATH", SAFE_PATH)
+        .stdin(Stdio::null())
+        .kill_on_drop(false);
+        if let Some((uid, gid)) = self.user {
+            cmd.uid(uid).gid(gid);
+        }
+        cmd
+    }
+
+    /// Starts the sandbox's leader: `sleep infinity` as the first process of its namespaces.
+    /// The leader recorded is the namespace's init, whose death ends every process in it.
+    pub fn spawn_leader(
+        &self,
+        dir: &Path,
+        sandbox_id: &str,
+        network: NetworkMode,
+    ) -> io::Result<Leader> {
+        let (uid, gid) = self.prepare(dir)?;
+        let (info_r, info_w) = pipe()?;
+        let info_fd = info_w.as_raw_fd();
+        let mut cmd = self.bwrap(dir, network);
+        if self.user.is_some() {
+            cmd.uid(uid).gid(gid);
+        }
+        // The monitor bwrap leaves outside the namespaces works in the sandbox's folder, so
+        // the host sees whose it is.
+        cmd.current_dir(dir)
+            .args(["--setenv", SANDBOX_TAG, sandbox_id, "--info-fd"])
+            .arg(info_fd.to_string())
+            .args(["--", "sleep", "infinity"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: fcntl(2) and prctl(2) are async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::fcntl(info_fd, libc::F_SETFD, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                no_new_privs()
+            });
+        }
+        let mut child = cmd.spawn()?;
+        drop(info_w);
+        let info = match read_info(&info_r, Duration::from_secs(10)) {
+            Ok(info) => info,
+            Err(e) => {
+                let _ = child.start_kill();
+                return Err(e);
+            }
+        };
+        let pid = info["child-pid"]
+            .as_i64()
+            .and_then(|p| i32::try_from(p).ok())
+            .ok_or_else(|| io::Error::other("bwrap reported no child pid"))?;
+        let pid_ns = info["pid-namespace"].as_u64();
+        let start_time =
+            start_time(pid).ok_or_else(|| io::Error::other("the sandbox leader exited at once"))?;
+        if let Err(e) = wait_for_setup(pid, Duration::from_secs(10)) {
+            let _ = child.start_kill();
+            return Err(e);
+        }
+        tokio::spawn(async move {
+            let _ = child.wait().await;
+        });
+        Ok(Leader {
+            pid,
+            start_time,
+            pid_ns,
+        })
+    }
+
+    /// `argv` run inside the leader's namespaces, in `cwd` (a path inside the sandbox). The
+    /// command dies with the `nsenter` that started it.
+    pub fn command(&self, leader: &Leader, cwd: &str, argv: &[String]) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new("nsenter");
+        cmd.arg("-t")
+            .arg(leader.pid.to_string())
+            .args(["-U", "-m", "-p", "-n", "-i", "-u", "-C", "-r", "--"])
+            .args(["setpriv", "--pdeathsig", "KILL", "--"])
+            .args(["env", "-C", cwd, "--"])
+            .args(argv);
+        cmd
+    }
+}
+
+/// Waits until the init's first child runs `sleep`: bwrap starts it only once the mounts are
+/// in place, so a command entering the namespaces from then on sees the finished sandbox.
+fn wait_for_setup(init: i32, limit: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let children = std::fs::read_to_string(format!("/proc/{init}/task/{init}/children"))
+            .unwrap_or_default();
+        let ready = children.split_whitespace().any(|c| {
+            std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|n| n.trim() == "sleep")
+        });
+        if ready {
+            return Ok(());
+        }
+        if start_time(init).is_none() {
+            return Err(io::Error::other(
+                "the sandbox exited while it was being set up",
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Err(io::Error::other("the sandbox was not set up in time"))
+}
+
+/// Sets `no_new_privs` on the calling process; async-signal-safe.
+pub fn no_new_privs() -> io::Result<()> {
+    // SAFETY: prctl(2) with PR_SET_NO_NEW_PRIVS takes no pointers.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
