@@ -147,6 +147,27 @@ pub fn ns_members(ns: u64) -> Vec<i32> {
         .collect()
 }
 
+/// The live processes of process group `pgid` (without isolation, a sandbox's group).
+fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                    return false;
+                };
+                let mut fields = rest.split_whitespace();
+                let live = !matches!(fields.next(), Some("Z" | "X" | "x"));
+                live && fields.nth(1).and_then(|g| g.parse::<i32>().ok()) == Some(pgid)
+            })
+        })
+        .collect()
+}
+
 /// The host pid of the process sandbox `sandbox_id` knows as `nspid` (what `echo $!` prints
 /// inside it); for tests and tools.
 pub fn host_pid(sandbox_id: &str, nspid: i32) -> Option<i32> {
@@ -207,7 +228,11 @@ impl Leader {
     /// Whether every process of the sandbox is gone: the leader, and for an isolated sandbox
     /// every member of its PID namespace.
     pub fn all_dead(&self) -> bool {
-        !self.is_alive() && self.pid_ns.is_none_or(|ns| ns_members(ns).is_empty())
+        !self.is_alive()
+            && match self.pid_ns {
+                Some(ns) => ns_members(ns).is_empty(),
+                None => group_members(self.pid).is_empty(),
+            }
     }
 
     fn kill_target(&self) -> i32 {

@@ -39,6 +39,8 @@ def parse(argv):
     ap.add_argument("--kill-interval", type=float, default=4.0, help="mean seconds between replica kills")
     ap.add_argument("--phase-seconds", type=float, default=None, help="mean provider fault phase length")
     ap.add_argument("--deadline", type=float, default=None, help="global wall-time limit in seconds")
+    ap.add_argument("--p99-limit-ms", type=int, default=2000,
+                    help="fail when approve_to_resume p99 is above this (default 2000)")
     ap.add_argument("--extra-faults", default="", help="provider fault rules added to every phase")
     a = ap.parse_args(argv)
     a.cycles = a.cycles or (300 if a.short else 10000)

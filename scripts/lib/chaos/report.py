@@ -1,5 +1,6 @@
 """The end of a chaos run: details on stderr and in report.json, one summary line on stdout,
-and the exit status (1 when an invariant does not hold or approve_to_resume p99 > 2 s)."""
+and the exit status (1 when an invariant does not hold or approve_to_resume p99 is above
+--p99-limit-ms, 2 s by default)."""
 
 import json
 import sys
@@ -7,9 +8,6 @@ import sys
 import faultlog
 
 from stats import percentile
-
-P99_LIMIT_MS = 2000
-
 
 def err(msg=""):
     print(msg, file=sys.stderr, flush=True)
@@ -32,6 +30,7 @@ def report(ctx, found, timing, path):
     a2r = [x * 1000 for x, _ in samples]
     slowest = [(f"{x * 1000:.0f}ms", t.run_id, t.variant, t.flags) for x, t in samples[-8:][::-1]]
     p50, p99 = percentile(a2r, 50), percentile(a2r, 99)
+    limit = ctx.a.p99_limit_ms
     figures = {
         "cycles": found["cycles"],
         "lost_interactions": len(found["lost"]),
@@ -49,7 +48,7 @@ def report(ctx, found, timing, path):
         f"({c['cycles_abandoned']} abandoned by their human, {c['cycles_errored']} errored, "
         f"{c['cycles_timed_out']} timed out)")
     err(f"  approve_to_resume: {len(a2r)} samples, p50 {p50:.0f} ms, p90 {percentile(a2r, 90):.0f} ms, "
-        f"p99 {p99:.0f} ms, max {max(a2r or [0]):.0f} ms, {sum(1 for x in a2r if x > P99_LIMIT_MS)} above {P99_LIMIT_MS} ms")
+        f"p99 {p99:.0f} ms, max {max(a2r or [0]):.0f} ms, {sum(1 for x in a2r if x > 2000)} above 2000 ms")
     err(f"  kills: {c['replica_kills']} replicas, {c['provider_kills']} provider; "
         f"{c['provider_forgot_sandbox']} sandboxes forgotten by the provider, "
         f"{c['outside_sandboxes']} created outside any record")
@@ -95,8 +94,8 @@ def report(ctx, found, timing, path):
                   f, indent=1, default=str)
     print(summary, flush=True)
     bad = [k for k, v in figures.items() if k != "cycles" and v]
-    if p99 > P99_LIMIT_MS:
-        bad.append(f"approve_to_resume_p99 above {P99_LIMIT_MS} ms")
+    if p99 > limit:
+        bad.append(f"approve_to_resume_p99 above {limit} ms")
     if found["cycles"] < ctx.a.cycles:
         bad.append(f"only {found['cycles']} of {ctx.a.cycles} cycles ended")
     if not a2r:
