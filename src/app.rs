@@ -151,7 +151,11 @@ impl Application {
             }
         };
         tracing::info!(%local_addr, "listening");
-        crate::http::serve::serve(listener, router, signal).await;
+        let limits = crate::http::serve::Limits {
+            idle_timeout: Duration::from_secs(state.config.http_idle_timeout_seconds),
+            max_connections: state.config.max_connections as usize,
+        };
+        crate::http::serve::serve(listener, router, limits, state.metrics.clone(), signal).await;
         trigger.trigger();
         pool.join().await;
         for task in tasks {

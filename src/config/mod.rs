@@ -159,6 +159,17 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub sse_heartbeat_seconds: u64,
 
+    /// A connection that sends no complete request head for this long is closed (a slow
+    /// client, or a keep-alive left idle): keep a load balancer's idle timeout below it.
+    #[arg(long, env = "SAGENTS_HTTP_IDLE_TIMEOUT_SECONDS", default_value_t = 75, global = true,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub http_idle_timeout_seconds: u64,
+
+    /// Connections one replica serves at once; more wait in the listen backlog.
+    #[arg(long, env = "SAGENTS_MAX_CONNECTIONS", default_value_t = 20_000, global = true,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+
     #[arg(long, env = "SAGENTS_BODY_LIMIT_BYTES", default_value_t = 1_048_576, global = true,
           value_parser = clap::value_parser!(u64).range(1024..=(64 * 1024 * 1024)))]
     pub body_limit_bytes: u64,
@@ -223,6 +234,8 @@ impl Config {
             long_poll_max_seconds: 60,
             sse_heartbeat_seconds: 15,
             body_limit_bytes: 1_048_576,
+            http_idle_timeout_seconds: 75,
+            max_connections: 20_000,
             grant_secret: None,
             release_attempt_budget: 10,
             attention_retry_seconds: 900,

@@ -8,20 +8,39 @@
 use std::future::Future;
 use std::io;
 use std::pin::pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::Request;
 use axum::Router;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tower::Service;
+
+use crate::metrics::Metrics;
+
+/// What one replica's server allows its clients.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// A connection that sends no complete request head for this long is closed: a slow
+    /// header and an idle keep-alive alike (hyper times both with one timer).
+    pub idle_timeout: Duration,
+    /// Connections served at once; past that, new ones wait in the listen backlog.
+    pub max_connections: usize,
+}
 
 /// Serves `router` on `listener` until `signal` resolves; then stops accepting, lets every
 /// connection finish its in-flight request and returns once all are closed.
-pub async fn serve<F>(listener: TcpListener, router: Router, signal: F)
-where
+pub async fn serve<F>(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    metrics: Arc<Metrics>,
+    signal: F,
+) where
     F: Future<Output = ()> + Send + 'static,
 {
     let (stop_tx, stop_rx) = watch::channel(());
@@ -30,7 +49,12 @@ where
         signal.await;
         drop(stop_rx);
     });
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     loop {
+        let slot = tokio::select! {
+            slot = take_slot(&slots, &metrics, limits.max_connections) => slot,
+            _ = stop_tx.closed() => break,
+        };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
@@ -41,11 +65,21 @@ where
             },
             _ = stop_tx.closed() => break,
         };
+        let open = Open {
+            _slot: slot,
+            _open: open_rx.clone(),
+            metrics: metrics.clone(),
+        };
+        metrics
+            .http
+            .connections_open
+            .fetch_add(1, Ordering::Relaxed);
         tokio::spawn(connection(
             stream,
             router.clone(),
+            limits.idle_timeout,
             stop_tx.clone(),
-            open_rx.clone(),
+            open,
         ));
     }
     drop(listener);
@@ -53,16 +87,54 @@ where
     open_tx.closed().await;
 }
 
-/// One connection. `_open` is held until the connection is closed.
+/// A free connection slot; when every slot is taken, says so once and waits for one.
+async fn take_slot(slots: &Arc<Semaphore>, metrics: &Metrics, max: usize) -> OwnedSemaphorePermit {
+    if let Ok(slot) = slots.clone().try_acquire_owned() {
+        return slot;
+    }
+    metrics
+        .http
+        .connection_limit_reached
+        .fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(
+        max_connections = max,
+        "connection limit reached: new connections wait until one closes"
+    );
+    match slots.clone().acquire_owned().await {
+        Ok(slot) => slot,
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// Held while a connection is served: its slot, the shutdown's count of open connections,
+/// and the open-connections gauge.
+struct Open {
+    _slot: OwnedSemaphorePermit,
+    _open: watch::Receiver<()>,
+    metrics: Arc<Metrics>,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.metrics
+            .http
+            .connections_open
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 async fn connection(
     stream: TcpStream,
     router: Router,
+    idle_timeout: Duration,
     stop: watch::Sender<()>,
-    _open: watch::Receiver<()>,
+    _open: Open,
 ) {
     let service =
         hyper::service::service_fn(move |req: Request<Incoming>| router.clone().call(req));
     let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(idle_timeout)
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();
     let mut conn = pin!(conn);

@@ -3,6 +3,7 @@
 mod auth;
 mod bad_input;
 mod cycle;
+mod edges;
 mod events_stream;
 mod fencing;
 mod idempotency;

@@ -35,6 +35,8 @@ pub struct Options {
     /// The background reconciler's interval; off unless set (tests drive it by hand).
     pub reconcile_interval_seconds: Option<u64>,
     pub sse_heartbeat_seconds: Option<u64>,
+    pub http_idle_timeout_seconds: Option<u64>,
+    pub max_connections: Option<u32>,
 }
 
 pub struct TestApp {
@@ -74,6 +76,12 @@ impl TestApp {
         }
         if let Some(heartbeat) = opts.sse_heartbeat_seconds {
             config.sse_heartbeat_seconds = heartbeat;
+        }
+        if let Some(idle) = opts.http_idle_timeout_seconds {
+            config.http_idle_timeout_seconds = idle;
+        }
+        if let Some(max) = opts.max_connections {
+            config.max_connections = max;
         }
         if let Some(workers) = opts.workers {
             config.workers = workers;
