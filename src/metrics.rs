@@ -311,6 +311,7 @@ pub(crate) fn escape(label: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn renders_the_log_drop_counter_with_or_without_a_log() {
