@@ -26,6 +26,7 @@ pub mod serve;
 pub mod sessions;
 pub mod state;
 pub mod strict;
+pub mod ui;
 
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
@@ -69,6 +70,7 @@ pub fn router(state: AppState) -> Router {
     let body_limit = state.config.body_limit();
     routes
         .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi::complete(doc)))
+        .merge(ui::router())
         .fallback(layers::fallback)
         .layer(from_fn_with_state(state.clone(), idempotency::layer))
         .layer(CatchPanicLayer::custom(layers::panic_response))
