@@ -237,7 +237,9 @@ impl Engine {
             std::fs::create_dir_all(&dir).map_err(|e| internal("creating the sandbox", e))?;
         }
         self.crash_after(FaultPoint::CreateFiles)?;
-        let leader = self.spawn_leader(&dir, &intent.sandbox_id, req.spec.resources.network())?;
+        let leader = self
+            .spawn_leader(&dir, &intent.sandbox_id, req.spec.resources.network())
+            .await?;
         self.crash_after(FaultPoint::CreateLeader)?;
         let now = Utc::now();
         let rec = SandboxRecord {

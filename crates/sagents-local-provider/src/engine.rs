@@ -209,16 +209,24 @@ impl Engine {
     }
 
     /// Starts a sandbox's leader: namespaced, or a plain process group without isolation.
-    pub(super) fn spawn_leader(
+    /// Starting one blocks (bwrap's setup is waited for), so it runs off the async workers.
+    pub(super) async fn spawn_leader(
         &self,
         dir: &std::path::Path,
         sandbox_id: &str,
         network: NetworkMode,
     ) -> Result<Leader, ApiError> {
-        match &self.cfg.sandboxer {
-            Some(sb) => sb.spawn_leader(dir, sandbox_id, network),
-            None => process::spawn_leader(dir, sandbox_id),
-        }
+        let (dir, id, sandboxer) = (
+            dir.to_owned(),
+            sandbox_id.to_owned(),
+            self.cfg.sandboxer.clone(),
+        );
+        tokio::task::spawn_blocking(move || match sandboxer {
+            Some(sb) => sb.spawn_leader(&dir, &id, network),
+            None => process::spawn_leader(&dir, &id),
+        })
+        .await
+        .map_err(|e| internal("starting the sandbox", std::io::Error::other(e)))?
         .map_err(|e| internal("starting the sandbox", e))
     }
 

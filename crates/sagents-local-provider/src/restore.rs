@@ -95,7 +95,9 @@ impl Engine {
             other => internal("restoring the files", other),
         })?;
         self.crash_after(FaultPoint::CreateFiles)?;
-        let leader = self.spawn_leader(&dir, &intent.sandbox_id, req.spec.resources.network())?;
+        let leader = self
+            .spawn_leader(&dir, &intent.sandbox_id, req.spec.resources.network())
+            .await?;
         self.crash_after(FaultPoint::CreateLeader)?;
         let now = Utc::now();
         let rec = SandboxRecord {
