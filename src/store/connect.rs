@@ -39,11 +39,9 @@ impl Store {
         let (backend, write, read) = match backend_of(url)? {
             Backend::Sqlite => {
                 let (path, url) = sqlite_target(url)?;
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    tokio::fs::create_dir_all(dir)
-                        .await
-                        .map_err(|e| StoreError::Unavailable(format!("{}: {e}", dir.display())))?;
-                }
+                create_private(&path, url.contains("mode=rwc"))
+                    .await
+                    .map_err(|e| StoreError::Unavailable(format!("{}: {e}", path.display())))?;
                 let write = AnyPoolOptions::new()
                     .max_connections(1)
                     .after_connect(|conn, _| Box::pin(sqlite_writer_pragmas(conn)))
@@ -152,6 +150,32 @@ fn backend_of(url: &str) -> StoreResult<Backend> {
     }
 }
 
+/// A database file that does not exist yet is created `0600` in folders created `0700`, so
+/// that tokens' hashes and stored responses are the owner's alone; existing ones are kept.
+async fn create_private(path: &std::path::Path, create_file: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true).mode(0o700);
+        let dir = dir.to_owned();
+        tokio::task::spawn_blocking(move || builder.create(&dir))
+            .await
+            .map_err(std::io::Error::other)??;
+    }
+    if !create_file {
+        return Ok(());
+    }
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
+    match created {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// The database file and the URL to open it with (`mode=rwc` unless a mode is given).
 fn sqlite_target(url: &str) -> StoreResult<(PathBuf, String)> {
     let rest = url
@@ -220,6 +244,31 @@ async fn sqlite_reader_pragmas(conn: &mut AnyConnection) -> Result<(), sqlx::Err
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_new_database_is_the_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("a/b/sagents.db");
+        let store = Store::connect(
+            &format!("sqlite://{}", path.display()),
+            Arc::new(crate::clock::SystemClock),
+            ChangeHub::new(),
+            Arc::new(Metrics::default()),
+        )
+        .await
+        .unwrap();
+        store.migrate().await.unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&root.path().join("a")), 0o700);
+        assert_eq!(mode(&root.path().join("a/b")), 0o700);
+        assert_eq!(mode(&path), 0o600);
+        let wal = root.path().join("a/b/sagents.db-wal");
+        if wal.exists() {
+            assert_eq!(mode(&wal), 0o600);
+        }
+        store.close().await;
+    }
 
     #[test]
     fn sqlite_urls_create_the_file_unless_told_otherwise() {
