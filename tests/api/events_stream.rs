@@ -302,14 +302,7 @@ async fn shutdown_ends_open_streams_cleanly(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_on_one_replica_reaches_a_stream_on_the_other_within_a_second() {
     let a = TestApp::spawn(Backend::Postgres).await;
-    let b = TestApp::spawn_with(
-        Backend::Postgres,
-        Options {
-            database_url: Some(a.database_url.clone()),
-            ..Options::default()
-        },
-    )
-    .await;
+    let b = a.second_replica().await;
     let s = a.suspended_with_interaction().await;
     let total = stored(&a, &s.session_id).await.len() as i64;
     let mut sse = SseReader::open(&a, &stream_path(&s.session_id), Some(&total.to_string())).await;

@@ -292,14 +292,7 @@ async fn bad_inbox_queries_are_precise_problems(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_interaction_on_one_replica_wakes_an_inbox_long_poll_on_the_other() {
     let a = TestApp::spawn(Backend::Postgres).await;
-    let b = TestApp::spawn_with(
-        Backend::Postgres,
-        Options {
-            database_url: Some(a.database_url.clone()),
-            ..Options::default()
-        },
-    )
-    .await;
+    let b = a.second_replica().await;
     let etag = current_etag(&a, &a.frontend).await;
     let poll = long_poll(&a, &a.frontend, &etag, 30);
     a.until_waiting(1).await;

@@ -4,20 +4,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::common::app::{Options, TestApp};
+use crate::common::app::TestApp;
 use sagents::store::Backend;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_on_one_replica_wakes_a_long_poll_on_the_other() {
     let a = TestApp::spawn(Backend::Postgres).await;
-    let b = TestApp::spawn_with(
-        Backend::Postgres,
-        Options {
-            database_url: Some(a.database_url.clone()),
-            ..Options::default()
-        },
-    )
-    .await;
+    let b = a.second_replica().await;
     let s = a.suspended_with_interaction().await;
     let (etag, _) = a.snapshot(&s.session_id).await;
     assert_eq!(

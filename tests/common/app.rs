@@ -118,6 +118,15 @@ impl TestApp {
         }
     }
 
+    /// Another replica on this app's database (PostgreSQL).
+    pub async fn second_replica(&self) -> TestApp {
+        let opts = Options {
+            database_url: Some(self.database_url.clone()),
+            ..Options::default()
+        };
+        TestApp::spawn_with(Backend::Postgres, opts).await
+    }
+
     pub fn store(&self) -> &Store {
         &self.state.store
     }
