@@ -181,13 +181,8 @@ async fn bench(backend: Backend, k: &Knobs) -> Figures {
 }
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,sqlx::query=error")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // The service's own logging as deployed (default filter, JSON lines on stderr).
+    let logs = sagents::telemetry::init(sagents::config::LogFormat::Json);
     let knobs = Knobs::from_env();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -202,4 +197,5 @@ fn main() {
         out
     });
     report::print(&knobs, &figures, start.elapsed());
+    logs.flush();
 }
