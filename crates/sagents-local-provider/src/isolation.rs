@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use sagents_text_enum::text_enum;
 
-use super::process::{start_time, Leader, SAFE_PATH, SANDBOX_TAG};
+use super::process::{self, start_time, Leader, SAFE_PATH, SANDBOX_TAG};
 use sagents_plugin_api::spec::NetworkMode;
 
 /// Where a sandbox sees its own files; its working directory and `HOME`.
@@ -233,7 +233,7 @@ impl Sandboxer {
         let pid_ns = info["pid-namespace"].as_u64();
         let start_time =
             start_time(pid).ok_or_else(|| io::Error::other("the sandbox leader exited at once"))?;
-        if let Err(e) = wait_for_setup(pid, Duration::from_secs(10)) {
+        if let Err(e) = wait_for_setup(pid, sandbox_id, Duration::from_secs(10)) {
             let _ = child.start_kill();
             return Err(e);
         }
@@ -261,27 +261,21 @@ impl Sandboxer {
     }
 }
 
-/// Waits until the init's first child runs `sleep`: bwrap starts it only once the mounts are
-/// in place, so a command entering the namespaces from then on sees the finished sandbox.
-fn wait_for_setup(init: i32, limit: Duration) -> io::Result<()> {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
+/// Waits until the init's child runs `sleep` under the sandbox's tag: bwrap starts it only once
+/// the mounts are in place, so a command entering the namespaces from then on sees the
+/// finished sandbox.
+fn wait_for_setup(init: i32, sandbox_id: &str, limit: Duration) -> io::Result<()> {
+    process::wait_until_tagged(sandbox_id, limit, || {
+        start_time(init)?;
         let children = std::fs::read_to_string(format!("/proc/{init}/task/{init}/children"))
             .unwrap_or_default();
-        let ready = children.split_whitespace().any(|c| {
-            std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|n| n.trim() == "sleep")
-        });
-        if ready {
-            return Ok(());
-        }
-        if start_time(init).is_none() {
-            return Err(io::Error::other(
-                "the sandbox exited while it was being set up",
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    Err(io::Error::other("the sandbox was not set up in time"))
+        Some(
+            children
+                .split_whitespace()
+                .filter_map(|c| c.parse().ok())
+                .collect(),
+        )
+    })
 }
 
 /// Sets `no_new_privs` on the calling process; async-signal-safe.

@@ -46,17 +46,61 @@ pub fn spawn_leader(dir: &Path, sandbox_id: &str) -> io::Result<Leader> {
         .id()
         .and_then(|p| i32::try_from(p).ok())
         .ok_or_else(|| io::Error::other("the sandbox leader exited at once"))?;
-    let start_time =
+    let started =
         start_time(pid).ok_or_else(|| io::Error::other("the sandbox leader exited at once"))?;
+    let tagged = wait_until_tagged(sandbox_id, Duration::from_secs(10), || {
+        (start_time(pid) == Some(started)).then(|| vec![pid])
+    });
+    if let Err(e) = tagged {
+        let _ = child.start_kill();
+        return Err(e);
+    }
     // Reap the leader whenever it dies, so a killed group leaves no zombie behind.
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
     Ok(Leader {
         pid,
-        start_time,
+        start_time: started,
         pid_ns: None,
     })
+}
+
+/// Waits until one of `candidates()` carries `sandbox_id`'s tag, so that a leader is found
+/// by [`tagged_leaders`] from the moment its start returns: `exec` installs the new
+/// environment only after the parent has seen it succeed. `candidates` gives `None` once
+/// the process it watches has died.
+pub fn wait_until_tagged(
+    sandbox_id: &str,
+    limit: Duration,
+    candidates: impl Fn() -> Option<Vec<i32>>,
+) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        let Some(pids) = candidates() else {
+            return Err(io::Error::other(
+                "the sandbox exited while it was being set up",
+            ));
+        };
+        if pids
+            .into_iter()
+            .any(|p| tag_of(p).as_deref() == Some(sandbox_id))
+        {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Err(io::Error::other("the sandbox was not set up in time"))
+}
+
+/// The sandbox id in a process's environment.
+fn tag_of(pid: i32) -> Option<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{SANDBOX_TAG}=");
+    environ
+        .split(|b| *b == 0)
+        .find_map(|v| std::str::from_utf8(v).ok()?.strip_prefix(prefix.as_str()))
+        .map(str::to_owned)
 }
 
 /// Field 22 of `/proc/PID/stat`, or `None` if the process is gone or a zombie.
@@ -78,20 +122,13 @@ pub fn tagged_leaders() -> HashMap<String, Leader> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return out;
     };
-    let prefix = format!("{SANDBOX_TAG}=");
     for e in entries.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
         };
-        let Ok(environ) = std::fs::read(e.path().join("environ")) else {
-            continue;
-        };
-        let id = environ
-            .split(|b| *b == 0)
-            .find_map(|v| std::str::from_utf8(v).ok()?.strip_prefix(prefix.as_str()));
-        let Some(id) = id else { continue };
+        let Some(id) = tag_of(pid) else { continue };
         if let Some(leader) = tagged_leader(pid) {
-            out.insert(id.to_owned(), leader);
+            out.insert(id, leader);
         }
     }
     out
