@@ -9,6 +9,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
+use crate::config::SealError;
 use crate::config::{Config, Secret};
 use crate::domain::validate;
 use crate::http::state::AppState;
@@ -27,6 +28,8 @@ use crate::store::{Backend, Store, StoreError};
 pub enum AppError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("the secret key setting: {0}")]
+    SecretKey(#[from] SealError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -58,6 +61,13 @@ impl Application {
     pub async fn build(config: Config, clock: Arc<dyn Clock>) -> Result<Self, AppError> {
         let hub = ChangeHub::new();
         let metrics = Arc::new(Metrics::default());
+        let sealer = config.sealer()?;
+        match sealer.current_key_id() {
+            Some(id) => tracing::info!(key_id = id, "provider tokens are sealed at rest"),
+            None => tracing::warn!(
+                "no SAGENTS_SECRET_KEY: provider tokens are stored unsealed in the database"
+            ),
+        }
         let store = Store::connect(
             &config.database_url,
             clock.clone(),
@@ -65,6 +75,7 @@ impl Application {
             metrics.clone(),
         )
         .await?;
+        store.use_sealer(sealer);
         store.migrate().await?;
         let grant_secret = match config
             .grant_secret

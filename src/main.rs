@@ -5,7 +5,7 @@ use clap::Parser;
 
 use sagents::app::Application;
 use sagents::clock::{Clock, SystemClock};
-use sagents::config::{Cli, Command, Config, ProviderCommand, TokenCommand};
+use sagents::config::{self, Cli, Command, Config, ProviderCommand, SecretsCommand, TokenCommand};
 use sagents::domain::TokenId;
 use sagents::metrics::Metrics;
 use sagents::notify::ChangeHub;
@@ -108,6 +108,17 @@ async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
                 );
             }
         }
+        Command::Secrets(SecretsCommand::GenerateKey) => println!("{}", config::generate_key()?),
+        Command::Secrets(SecretsCommand::Reseal) => {
+            let store = open_migrated(&cli.config).await?;
+            let resealed = store.reseal_provider_tokens().await;
+            store.close().await;
+            let key = cli.config.sealer()?.current_key_id().map(str::to_owned);
+            let under = key.map_or("stored as given (no key)".to_owned(), |k| {
+                format!("sealed under key {k}")
+            });
+            println!("{} provider tokens rewritten; all are {under}", resealed?);
+        }
         Command::Provider(ProviderCommand::Check { url, token }) => {
             let results = conformance::run_checks(&url, token.as_deref()).await;
             if !conformance::print_report(&results) {
@@ -126,12 +137,15 @@ async fn open_migrated(config: &Config) -> anyhow::Result<Store> {
 
 async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    Store::connect(
+    let sealer = config.sealer()?;
+    let store = Store::connect(
         &config.database_url,
         clock,
         ChangeHub::new(),
         Arc::new(Metrics::default()),
     )
     .await
-    .with_context(|| format!("cannot open the database {}", config.database_url))
+    .with_context(|| format!("cannot open the database {}", config.database_url))?;
+    store.use_sealer(sealer);
+    Ok(store)
 }

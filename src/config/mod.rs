@@ -7,7 +7,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::domain::token::Role;
 
+mod sealing;
 mod secret;
+pub use sealing::{generate_key, SealError, Sealer};
 pub use secret::{DatabaseUrl, Secret};
 
 /// Beyond the longest long-poll, the time a request has to read its body and answer.
@@ -36,6 +38,17 @@ pub enum Command {
     /// Work with sandbox providers.
     #[command(subcommand)]
     Provider(ProviderCommand),
+    /// Keys that seal provider tokens at rest.
+    #[command(subcommand)]
+    Secrets(SecretsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SecretsCommand {
+    /// Print a fresh random key for `SAGENTS_SECRET_KEY`.
+    GenerateKey,
+    /// Seal every stored provider token under the first configured key (after a rotation).
+    Reseal,
 }
 
 #[derive(Debug, Subcommand)]
@@ -183,6 +196,25 @@ pub struct Config {
     )]
     pub grant_secret: Option<Secret>,
 
+    /// Keys that seal provider tokens at rest (AES-256-GCM), comma-separated, the sealing
+    /// one first (`sagents secrets generate-key`); unset, tokens are stored as given.
+    #[arg(
+        long,
+        env = "SAGENTS_SECRET_KEY",
+        hide_env_values = true,
+        global = true
+    )]
+    pub secret_key: Option<Secret>,
+
+    /// A file with the sealing keys, one per line, the sealing one first.
+    #[arg(
+        long,
+        env = "SAGENTS_SECRET_KEY_FILE",
+        global = true,
+        conflicts_with = "secret_key"
+    )]
+    pub secret_key_file: Option<std::path::PathBuf>,
+
     /// Failed attempts after which a release that cannot be confirmed needs an operator
     /// (`needs_attention`).
     #[arg(long, env = "SAGENTS_RELEASE_ATTEMPT_BUDGET", default_value_t = 10, global = true,
@@ -237,12 +269,25 @@ impl Config {
             http_idle_timeout_seconds: 75,
             max_connections: 20_000,
             grant_secret: None,
+            secret_key: None,
+            secret_key_file: None,
             release_attempt_budget: 10,
             attention_retry_seconds: 900,
             reconcile_interval_seconds: 300,
             reconcile_min_age_seconds: 600,
             checkpoint_grace_seconds: 86_400,
             log_format: LogFormat::Pretty,
+        }
+    }
+
+    /// The sealer of secrets at rest from `secret_key` or `secret_key_file`.
+    pub fn sealer(&self) -> Result<Sealer, SealError> {
+        match (&self.secret_key, &self.secret_key_file) {
+            (Some(keys), _) => Sealer::from_keys(keys.expose()),
+            (None, Some(path)) => std::fs::read_to_string(path)
+                .map_err(|e| SealError::KeyFile(format!("{}: {e}", path.display())))
+                .and_then(|text| Sealer::from_keys(&text)),
+            (None, None) => Ok(Sealer::default()),
         }
     }
 

@@ -78,6 +78,7 @@ impl Store {
                     Backend::Sqlite => 1,
                     Backend::Postgres => GROUP_WRITERS,
                 }),
+                sealer: std::sync::OnceLock::new(),
             }),
         })
     }

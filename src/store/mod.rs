@@ -77,6 +77,8 @@ struct Inner {
     hub: Arc<ChangeHub>,
     metrics: Arc<Metrics>,
     group: group::GroupCommit,
+    /// Seals provider tokens at rest; set once after connecting (unset: stored as given).
+    sealer: std::sync::OnceLock<crate::config::Sealer>,
 }
 
 impl Store {

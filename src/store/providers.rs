@@ -1,8 +1,9 @@
 use chrono::{DateTime, Utc};
 
 use super::rows::{self, PROVIDER_COLS};
-use super::{Store, StoreResult};
+use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
+use crate::config::{SealError, Sealer};
 use crate::domain::validate;
 
 /// A registered sandbox provider. The token is needed to call it and is never listed (nor
@@ -30,7 +31,67 @@ impl std::fmt::Debug for ProviderRecord {
     }
 }
 
+fn context(provider_id: &str) -> String {
+    format!("provider:{provider_id}")
+}
+
+fn unsealable(provider_id: &str, e: SealError) -> StoreError {
+    StoreError::Unavailable(format!("the token of provider `{provider_id}`: {e}"))
+}
+
 impl Store {
+    /// Seals provider tokens with `sealer` from now on; the first call wins.
+    pub fn use_sealer(&self, sealer: Sealer) -> bool {
+        self.inner.sealer.set(sealer).is_ok()
+    }
+
+    fn sealer(&self) -> &Sealer {
+        static NONE: Sealer = Sealer::none();
+        self.inner.sealer.get().unwrap_or(&NONE)
+    }
+
+    /// The record with its token opened.
+    fn opened(&self, mut record: ProviderRecord) -> StoreResult<ProviderRecord> {
+        record.token = self
+            .sealer()
+            .open(&context(&record.provider_id), &record.token)
+            .map_err(|e| unsealable(&record.provider_id, e))?;
+        Ok(record)
+    }
+
+    /// Rewrites every provider token that is not sealed under the first key (or, with no key,
+    /// not plain); returns how many were rewritten. Run after a key rotation.
+    pub async fn reseal_provider_tokens(&self) -> StoreResult<usize> {
+        let rows = sqlx::query("SELECT provider_id, token FROM providers")
+            .fetch_all(&self.inner.write)
+            .await?;
+        let mut rewritten = 0;
+        for row in &rows {
+            let (id, stored) = (rows::text(row, "provider_id")?, rows::text(row, "token")?);
+            if self.sealer().is_current(&stored) {
+                continue;
+            }
+            let plain = self
+                .sealer()
+                .open(&context(&id), &stored)
+                .map_err(|e| unsealable(&id, e))?;
+            let sealed = self
+                .sealer()
+                .seal(&context(&id), &plain)
+                .map_err(|e| unsealable(&id, e))?;
+            let done = sqlx::query(
+                "UPDATE providers SET token = $1 WHERE provider_id = $2 AND token = $3",
+            )
+            .bind(&sealed)
+            .bind(&id)
+            .bind(&stored)
+            .execute(&self.inner.write)
+            .await?;
+            rewritten += usize::try_from(done.rows_affected()).unwrap_or(0);
+        }
+        Ok(rewritten)
+    }
+
     /// Inserts or replaces (same `provider_id`) a provider.
     pub async fn upsert_provider(
         &self,
@@ -42,6 +103,10 @@ impl Store {
         validate::name("provider_id", provider_id)?;
         validate::text("base_url", base_url)?;
         validate::text("token", token)?;
+        let sealed = self
+            .sealer()
+            .seal(&context(provider_id), token)
+            .map_err(|e| unsealable(provider_id, e))?;
         let sql = format!(
             "INSERT INTO providers (provider_id, base_url, token, capabilities, created_at, \
              updated_at) VALUES ($1, $2, $3, $4, $5, $5) \
@@ -53,12 +118,12 @@ impl Store {
         let row = sqlx::query(&sql)
             .bind(provider_id)
             .bind(base_url)
-            .bind(token)
+            .bind(&sealed)
             .bind(rows::to_json(capabilities)?)
             .bind(to_millis(self.now()))
             .fetch_one(&self.inner.write)
             .await?;
-        rows::provider(&row)
+        self.opened(rows::provider(&row)?)
     }
 
     pub async fn list_providers(&self) -> StoreResult<Vec<ProviderRecord>> {
@@ -67,7 +132,7 @@ impl Store {
             .fetch_all(&self.inner.read)
             .await?
             .iter()
-            .map(rows::provider)
+            .map(|r| self.opened(rows::provider(r)?))
             .collect()
     }
 
@@ -77,6 +142,8 @@ impl Store {
             .bind(provider_id)
             .fetch_optional(&self.inner.read)
             .await?;
-        row.as_ref().map(rows::provider).transpose()
+        row.as_ref()
+            .map(|r| self.opened(rows::provider(r)?))
+            .transpose()
     }
 }

@@ -1,5 +1,6 @@
 //! The operator's commands beside `serve`: tokens created with a role and a lifetime, listed
-//! and revoked; providers registered from a token file and listed, never showing a secret.
+//! and revoked; providers registered from a token file and listed, never showing a secret;
+//! stored provider tokens sealed under a key given later.
 
 use std::process::{Command, Stdio};
 
@@ -8,8 +9,13 @@ use crate::provider::Harness;
 const PROVIDER_TOKEN: &str = "provider-secret-in-a-file";
 
 fn sagents(db: &str, args: &[&str]) -> (bool, String, String) {
+    sagents_with(db, &[], args)
+}
+
+fn sagents_with(db: &str, env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_sagents"))
         .args(args)
+        .envs(env.iter().copied())
         .env("SAGENTS_DATABASE_URL", db)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
@@ -129,4 +135,58 @@ async fn tokens_and_providers_from_the_command_line() {
         ],
     );
     assert!(!refused, "the provider refuses a wrong token: {stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_stored_before_a_key_was_set_are_sealed_by_a_reseal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/sagents.db", dir.path().display());
+    let provider = Harness::with(|c| c.token = Some(PROVIDER_TOKEN.into())).await;
+    let token_file = dir.path().join("provider-token");
+    std::fs::write(&token_file, PROVIDER_TOKEN).unwrap();
+    let (url, file) = (provider.base_url(), token_file.to_string_lossy());
+    let register = [
+        "provider",
+        "register",
+        "--id",
+        "local",
+        "--url",
+        &url,
+        "--token-file",
+        &file,
+    ];
+    ok(&db, &register);
+    let at_rest = crate::common::db::column_text(&db, "providers", "token").await;
+    assert_eq!(
+        at_rest,
+        vec![PROVIDER_TOKEN.to_owned()],
+        "no key: stored as given"
+    );
+
+    let key = ok(&db, &["secrets", "generate-key"]);
+    assert_eq!(key.trim().len(), 44, "32 bytes in base64: {key}");
+    let key_file = dir.path().join("secret-keys");
+    std::fs::write(&key_file, &key).unwrap();
+    let with_key = [("SAGENTS_SECRET_KEY_FILE", key_file.to_str().unwrap())];
+    let (done, resealed, stderr) = sagents_with(&db, &with_key, &["secrets", "reseal"]);
+    assert!(done, "{stderr}");
+    assert!(resealed.starts_with("1 provider tokens rewritten; all are sealed under key "));
+    let at_rest = crate::common::db::column_text(&db, "providers", "token").await;
+    assert!(at_rest[0].starts_with("sealed:v1:") && !at_rest[0].contains(PROVIDER_TOKEN));
+    let (listed, providers, _) = sagents_with(&db, &with_key, &["provider", "list"]);
+    assert!(listed && providers.starts_with("local\t"), "{providers}");
+    let (done, again, _) = sagents_with(&db, &with_key, &["secrets", "reseal"]);
+    assert!(
+        done && again.starts_with("0 provider tokens rewritten"),
+        "{again}"
+    );
+
+    let (listed, _, stderr) = sagents(&db, &["provider", "list"]);
+    assert!(!listed && stderr.contains("not configured"), "{stderr}");
+    let bad = [("SAGENTS_SECRET_KEY", "too-short")];
+    let (refused, _, stderr) = sagents_with(&db, &bad, &["provider", "list"]);
+    assert!(
+        !refused && stderr.contains("32 bytes in base64"),
+        "{stderr}"
+    );
 }

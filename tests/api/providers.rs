@@ -5,6 +5,7 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use crate::common::app::{expect_json, expect_problem, TestApp};
+use crate::common::db::column_text;
 use crate::on_both_backends;
 use crate::provider::Harness;
 use sagents::store::Backend;
@@ -88,6 +89,12 @@ async fn a_v3_provider_is_registered_and_listed_without_its_token(backend: Backe
     let listed = expect_json(app.get("/v1/admin/providers", &app.admin).await, 200).await;
     assert_eq!(listed["providers"].as_array().unwrap().len(), 1);
     assert!(!listed.to_string().contains("provider-secret"), "{listed}");
+    let at_rest = column_text(&app.database_url, "providers", "token").await;
+    assert_eq!(at_rest.len(), 1);
+    assert!(at_rest[0].starts_with("sealed:v1:"), "{at_rest:?}");
+    assert!(!at_rest[0].contains("provider-secret"), "sealed at rest");
+    let record = app.store().get_provider("local").await.unwrap().unwrap();
+    assert_eq!(record.token, "provider-secret", "opened for use");
     expect_problem(
         app.get("/v1/admin/providers", &app.frontend).await,
         403,

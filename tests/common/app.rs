@@ -22,6 +22,8 @@ use sagents::store::{Backend, Store};
 use super::db;
 
 pub const TENANT: &str = "default";
+/// Every test app seals provider tokens at rest under this key (replicas share it).
+pub const SECRET_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
 #[derive(Default)]
 pub struct Options {
@@ -68,6 +70,7 @@ impl TestApp {
         };
         let mut config = Config::with_database(database_url.clone());
         config.listen = "127.0.0.1:0".parse().unwrap();
+        config.secret_key = Some(SECRET_KEY.parse().unwrap());
         if let Some(max) = opts.long_poll_max_seconds {
             config.long_poll_max_seconds = max;
         }

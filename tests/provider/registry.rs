@@ -5,10 +5,13 @@ use std::sync::Arc;
 use axum::routing::get;
 use axum::{Json, Router};
 use sagents::clock::SystemClock;
+use sagents::config::{generate_key, Sealer};
+use sagents::metrics::Metrics;
+use sagents::notify::ChangeHub;
 use sagents::service::providers::{
-    list_providers, register_provider, RegisterProvider, RegistryError,
+    client_for, list_providers, register_provider, RegisterProvider, RegistryError,
 };
-use sagents::store::Backend;
+use sagents::store::{Backend, Store, StoreError};
 
 use super::Harness;
 use crate::common::db;
@@ -16,8 +19,75 @@ use crate::on_both_backends;
 
 on_both_backends!(
     a_v3_provider_is_registered_and_listed_without_its_token,
-    a_v2_provider_is_refused_and_nothing_is_stored
+    a_v2_provider_is_refused_and_nothing_is_stored,
+    sealed_tokens_survive_a_key_rotation_and_need_their_key
 );
+
+async fn sealed_store(url: &str, keys: &str) -> Store {
+    let store = Store::connect(
+        url,
+        Arc::new(SystemClock),
+        ChangeHub::new(),
+        Arc::new(Metrics::default()),
+    )
+    .await
+    .unwrap();
+    store.migrate().await.unwrap();
+    assert!(store.use_sealer(Sealer::from_keys(keys).unwrap()));
+    store
+}
+
+async fn sealed_tokens_survive_a_key_rotation_and_need_their_key(backend: Backend) {
+    let (url, _db) = db::fresh_url(backend).await;
+    let (old, new) = (generate_key().unwrap(), generate_key().unwrap());
+    let local = Harness::with(|c| c.token = Some("provider-secret".into())).await;
+    let req = RegisterProvider {
+        provider_id: "local-1".into(),
+        base_url: local.base_url(),
+        token: "provider-secret".into(),
+    };
+    let token_of = |store: Store| async move {
+        let record = store.get_provider("local-1").await.unwrap().unwrap();
+        assert!(client_for(&record)
+            .unwrap()
+            .capabilities(&Default::default())
+            .await
+            .is_ok());
+        store.close().await;
+        record.token
+    };
+
+    let store = sealed_store(&url, &old).await;
+    register_provider(&store, &req).await.unwrap();
+    let sealed_old = db::column_text(&url, "providers", "token").await;
+    assert!(sealed_old[0].starts_with("sealed:v1:") && !sealed_old[0].contains("provider"));
+    assert_eq!(token_of(store).await, "provider-secret");
+
+    // Rotation: the new key seals, the old one still opens; a reseal moves every token over.
+    let rotating = sealed_store(&url, &format!("{new},{old}")).await;
+    assert_eq!(rotating.reseal_provider_tokens().await.unwrap(), 1);
+    assert_eq!(rotating.reseal_provider_tokens().await.unwrap(), 0);
+    let sealed_new = db::column_text(&url, "providers", "token").await;
+    assert_ne!(sealed_new, sealed_old);
+    assert_eq!(token_of(rotating).await, "provider-secret");
+    assert_eq!(
+        token_of(sealed_store(&url, &new).await).await,
+        "provider-secret"
+    );
+
+    // Without its key a token is unusable, says why, and nothing is rewritten.
+    let stranger = sealed_store(&url, &generate_key().unwrap()).await;
+    let e = stranger.get_provider("local-1").await.unwrap_err();
+    assert!(
+        matches!(&e, StoreError::Unavailable(m) if m.contains("not configured")),
+        "{e:?}"
+    );
+    assert!(stranger.reseal_provider_tokens().await.is_err());
+    assert_eq!(
+        db::column_text(&url, "providers", "token").await,
+        sealed_new
+    );
+}
 
 async fn a_v3_provider_is_registered_and_listed_without_its_token(backend: Backend) {
     let (store, _db) = db::store(backend, Arc::new(SystemClock)).await;
