@@ -1,8 +1,10 @@
 """Steady traffic through nginx while one replica after the other is stopped (SIGTERM, SIGKILL
 after a grace period) and started again. A replica that stops by itself on SIGTERM finishes
 what it was serving and refuses the rest, so nginx can place every request: no client may see
-an error. Only if it had to be SIGKILLed may the requests in flight on it fail."""
+an error. Only when it is SIGKILLed (a crash, or a shutdown past its grace period) may the
+requests in flight on it fail."""
 
+import signal
 import threading
 import time
 
@@ -84,6 +86,9 @@ def wait_until(cond, within, what):
 
 
 def check_stop(stack, clients=4, grace=10.0, alone=6.0):
+    """Stops A, then B, each with SIGTERM (SIGKILL after `grace`), then crashes A (SIGKILL
+    outright); after each, the other replica serves alone past nginx's fail_timeout, and the
+    stopped one is started again until nginx sends it requests."""
     traffic = Traffic(stack, clients)
     traffic.start()
     stops = []
@@ -92,13 +97,18 @@ def check_stop(stack, clients=4, grace=10.0, alone=6.0):
         for name in ("a", "b"):
             wait_until(lambda: traffic.served_by(stack.upstream(name), t_start) >= 20, 15,
                        f"replica {name} did not serve 20 requests through nginx")
-        for name in ("a", "b"):
+        for name, crash in (("a", False), ("b", False), ("a", True)):
             replica = stack.replica(name)
             t_term = time.monotonic()
-            clean, t_exit = replica.terminate(grace)
+            if crash:
+                replica.kill(signal.SIGKILL)
+                clean, t_exit = False, time.monotonic()
+                how = "SIGKILLed (a crash)"
+            else:
+                clean, t_exit = replica.terminate(grace)
+                how = "stopped by SIGTERM" if clean else "stopped by SIGKILL after the grace period"
             stops.append((name, t_term, t_exit, clean))
-            log(f"replica {name} stopped {'by SIGTERM' if clean else 'by SIGKILL after the grace period'} "
-                f"in {(t_exit - t_term) * 1000:.0f} ms during traffic")
+            log(f"replica {name} {how} in {(t_exit - t_term) * 1000:.0f} ms during traffic")
             time.sleep(alone)  # the other replica alone, past nginx's fail_timeout (5 s)
             replica.start()
             t_back = time.monotonic()
