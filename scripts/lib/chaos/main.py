@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # procs.py, shared with scripts/topology
 
 from checks import check, settle  # noqa: E402
 from client import Service  # noqa: E402

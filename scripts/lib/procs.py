@@ -1,4 +1,5 @@
-"""The processes of a chaos run: PostgreSQL, the reference provider, the service replicas."""
+"""The processes of a local stack (scripts/chaos, scripts/topology): a throwaway PostgreSQL,
+the reference provider, the service replicas."""
 
 import http.client
 import json
@@ -8,9 +9,10 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 PG_SH = REPO / "scripts" / "lib" / "pg.sh"
 
 
@@ -50,9 +52,9 @@ def tail(path, lines=40):
 
 
 class Postgres:
-    def __init__(self, work):
+    def __init__(self, work, port=None):
         self.dir = work / "pg"
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
         self.started = False
 
@@ -70,6 +72,24 @@ class Postgres:
         if self.started:
             self._sh("pg_stop", str(self.dir))
             self.started = False
+
+    def psql(self, sql):
+        """Runs statements as the superuser."""
+        r = subprocess.run(
+            ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(self.port),
+             "-U", "postgres", "-d", "postgres", "-c", sql],
+            capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError(f"psql failed: {r.stderr.strip()}")
+
+    def create_database(self, user, password, db):
+        """A role and a database it owns, as a deployment's PostgreSQL has; returns its URL."""
+        lit = lambda v: "'" + v.replace("'", "''") + "'"
+        ident = lambda v: '"' + v.replace('"', '""') + '"'
+        self.psql(f"CREATE ROLE {ident(user)} LOGIN PASSWORD {lit(password)}")
+        self.psql(f"CREATE DATABASE {ident(db)} OWNER {ident(user)}")
+        q = urllib.parse.quote
+        return f"postgres://{q(user, safe='')}:{q(password, safe='')}@127.0.0.1:{self.port}/{q(db, safe='')}"
 
     def psql_json(self, sql):
         """Runs a query returning one JSON value."""
@@ -101,7 +121,7 @@ class Managed:
 
     def _spawn(self, argv, env):
         with open(self.log, "ab") as out:
-            out.write(f"\n=== chaos: starting {self.name} at {time.time():.3f}: {' '.join(argv)}\n".encode())
+            out.write(f"\n=== starting {self.name} at {time.time():.3f}: {' '.join(argv)}\n".encode())
             out.flush()
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=env, start_new_session=True)
@@ -137,6 +157,23 @@ class Managed:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=5)
 
+    def terminate(self, grace):
+        """SIGTERM, then SIGKILL if it still runs after `grace` seconds. Returns whether it
+        exited by itself, and when (monotonic)."""
+        with self.lock:
+            self.up = False
+            self.kills.append(time.monotonic())
+        if not self.proc or self.proc.poll() is not None:
+            return True, time.monotonic()
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=grace)
+            return True, time.monotonic()
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
+            return False, time.monotonic()
+
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.up = False
@@ -156,25 +193,39 @@ class Managed:
 
 
 class Provider(Managed):
-    def __init__(self, work, bin_dir, token, secret):
-        super().__init__("provider", work / "logs" / "provider.log", free_port())
+    """The reference provider. Its secrets go through the environment, or through 0600 files
+    in `secret_dir` when given (as a container reads them from /run/secrets); never argv."""
+
+    def __init__(self, work, bin_dir, token, secret, port=None, secret_dir=None, log_level=None, env=None):
+        super().__init__("provider", work / "logs" / "provider.log", port or free_port())
         self.bin = bin_dir / "sagents-local-provider"
         self.root = work / "provider"
         work.chmod(0o711)  # the sandboxes' own user passes through to their folders under it
         self.token = token
         self.secret = secret
+        self.secret_dir = secret_dir
+        self.log_level = log_level or os.environ.get("CHAOS_PROVIDER_LOG", "info")
+        self.extra_env = env or {}
         self.spec = ""
         self.url = f"http://127.0.0.1:{self.port}"
+
+    def _secrets(self):
+        if self.secret_dir is None:
+            return [], {"SAGENTS_PROVIDER_TOKEN": self.token, "SAGENTS_PROVIDER_GRANT_SECRET": self.secret}
+        files = {"token": self.token, "grant-secret": self.secret}
+        for name, value in files.items():
+            write_secret(self.secret_dir / f"provider-{name}", value)
+        return ["--token-file", str(self.secret_dir / "provider-token"),
+                "--grant-secret-file", str(self.secret_dir / "provider-grant-secret")], {}
 
     def start(self, spec=""):
         self.spec = spec
         argv = [str(self.bin), "serve", "--listen", f"127.0.0.1:{self.port}", "--root", str(self.root)]
         if spec:
             argv.append(f"--fault-injection={spec}")
-        # Secrets through the environment, never the command line.
-        env = dict(os.environ, RUST_LOG=os.environ.get("CHAOS_PROVIDER_LOG", "info"),
-                   SAGENTS_PROVIDER_TOKEN=self.token, SAGENTS_PROVIDER_GRANT_SECRET=self.secret)
-        self._spawn(argv, env)
+        args, secret_env = self._secrets()
+        env = dict(os.environ, RUST_LOG=self.log_level, **self.extra_env, **secret_env)
+        self._spawn(argv + args, env)
         self.wait_ready(lambda: get(self.port, "/v3/capabilities", self.token)[0] == 200)
 
     def fault_help(self):
@@ -187,8 +238,8 @@ class Provider(Managed):
 
 
 class Replica(Managed):
-    def __init__(self, index, work, bin_dir, env, args):
-        super().__init__(f"replica-{index}", work / "logs" / f"replica-{index}.log", free_port())
+    def __init__(self, index, work, bin_dir, env, args, port=None):
+        super().__init__(f"replica-{index}", work / "logs" / f"replica-{index}.log", port or free_port())
         self.index = index
         self.bin = bin_dir / "sagents"
         self.env = env
@@ -198,6 +249,13 @@ class Replica(Managed):
         argv = [str(self.bin), "serve", "--listen", f"127.0.0.1:{self.port}", *self.args]
         self._spawn(argv, self.env)
         self.wait_ready(lambda: get(self.port, "/readyz")[0] == 200)
+
+
+def write_secret(path, value):
+    """A secret file only its owner reads."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(value)
 
 
 def kill_sandbox_processes(root):
