@@ -183,7 +183,10 @@ impl Engine {
         check_name("tenant_id", &req.tenant_id)?;
         check_key(&req.idempotency_key)?;
         let fp = fingerprint(&(&req.spec, &req.owner_run_id, &req.tenant_id));
-        let _guard = self.create_lock.lock().await;
+        let _key = self
+            .locks
+            .lock(&format!("provision:{}", req.idempotency_key))
+            .await;
         let id = match self
             .begin_create("provision", &req.idempotency_key, &fp)
             .await?
@@ -191,6 +194,7 @@ impl Engine {
             Begin::Replay(h) => return Ok((*h, false)),
             Begin::Create(id) => id,
         };
+        let mut _workspace = None;
         let dir = match (&req.spec.workspace_mode, &req.spec.host_workspace) {
             (WorkspaceMode::ActiveWorkspace, Some(host)) => {
                 let tenant_root = self.tenant_workspaces(&req.tenant_id)?;
@@ -203,6 +207,11 @@ impl Engine {
                         ),
                     )
                 })?;
+                _workspace = Some(
+                    self.locks
+                        .lock(&format!("workspace:{}", dir.display()))
+                        .await,
+                );
                 if self.workspace_in_use(&dir).await {
                     return Err(ApiError::conflict(
                         "sandbox.workspace_in_use",

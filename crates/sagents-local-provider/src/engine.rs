@@ -16,6 +16,7 @@ use super::error::ApiError;
 use super::exec::{self, ExecPlan, Place};
 use super::faults::FaultPlan;
 use super::isolation::Sandboxer;
+use super::locks::NamedLocks;
 use super::paths;
 use super::process::{self, Leader, Limits};
 use super::state::{Layout, SandboxRecord};
@@ -51,7 +52,8 @@ pub struct Engine {
     pub(super) layout: Layout,
     pub(super) faults: FaultPlan,
     sandboxes: RwLock<BTreeMap<String, Entry>>,
-    pub(super) create_lock: Mutex<()>,
+    /// Creations by idempotency key, checkpoints by id, active workspaces by folder.
+    pub(super) locks: NamedLocks,
 }
 
 pub(super) fn internal(context: &str, e: impl std::fmt::Display) -> ApiError {
@@ -183,7 +185,7 @@ impl Engine {
             layout,
             faults,
             sandboxes: RwLock::new(map),
-            create_lock: Mutex::new(()),
+            locks: NamedLocks::default(),
         })
     }
 

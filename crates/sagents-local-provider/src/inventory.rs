@@ -251,7 +251,7 @@ impl Engine {
             ));
         }
         // Restores hold this lock from reading the record to unpacking the archive.
-        let _guard = self.create_lock.lock().await;
+        let _checkpoint = self.locks.lock(&format!("checkpoint:{id}")).await;
         let deleted = self
             .layout
             .remove_checkpoint(id)

@@ -25,6 +25,7 @@ pub mod faults;
 mod forget;
 mod inventory;
 pub mod isolation;
+mod locks;
 pub mod paths;
 pub mod process;
 mod release;

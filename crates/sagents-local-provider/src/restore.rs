@@ -26,7 +26,15 @@ impl Engine {
         check_name("owner_run_id", &req.owner_run_id)?;
         check_key(&req.idempotency_key)?;
         let fp = fingerprint(&(&req.checkpoint.checkpoint_id, &req.spec, &req.owner_run_id));
-        let _guard = self.create_lock.lock().await;
+        let _key = self
+            .locks
+            .lock(&format!("restore:{}", req.idempotency_key))
+            .await;
+        // Held from reading the checkpoint to unpacking it, so a delete waits for it.
+        let _checkpoint = self
+            .locks
+            .lock(&format!("checkpoint:{}", req.checkpoint.checkpoint_id))
+            .await;
         let id = match self
             .begin_create("restore", &req.idempotency_key, &fp)
             .await?
