@@ -20,6 +20,14 @@ text_enum! {
 }
 
 text_enum! {
+    /// `none` (the default): the sandbox has only its own loopback; `host`: the host's network.
+    pub enum NetworkMode as "network mode" {
+        None => "none",
+        Host => "host",
+    }
+}
+
+text_enum! {
     pub enum ReleaseDisposition as "release disposition" {
         Detach => "detach",
         Terminate => "terminate",
@@ -69,6 +77,14 @@ pub struct Resources {
     pub memory_mb: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_processes: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_open_files: Option<u32>,
+    /// The sandbox's files may not grow past this; an exec is refused once they have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_mb: Option<u64>,
+    /// Default: `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkMode>,
 }
 
 fn empty_object() -> serde_json::Value {

@@ -121,9 +121,41 @@ impl From<sandbox::ResolvedSandboxSpec> for wire_spec::ResolvedSandboxSpec {
                 cpu_percent: s.resources.cpu_percent,
                 memory_mb: s.resources.memory_mb,
                 max_processes: s.resources.max_processes,
-                ..Default::default()
+                max_open_files: s.resources.max_open_files,
+                disk_mb: s.resources.disk_mb,
+                network: s.resources.network.map(|n| match n {
+                    sandbox::NetworkMode::None => wire_spec::NetworkMode::None,
+                    sandbox::NetworkMode::Host => wire_spec::NetworkMode::Host,
+                }),
             },
             metadata: s.metadata,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_resource_limit_reaches_the_provider() {
+        let resources = serde_json::json!({
+            "cpu_percent": 50, "memory_mb": 256, "max_processes": 64,
+            "max_open_files": 128, "disk_mb": 512, "network": "host",
+        });
+        let spec: sandbox::ResolvedSandboxSpec = serde_json::from_value(serde_json::json!({
+            "spec_version": sandbox::SPEC_VERSION_V3, "provider_id": "local",
+            "spec_hash": format!("sha256:{}", "a".repeat(64)),
+            "policy_hash": format!("sha256:{}", "b".repeat(64)),
+            "workspace_mode": "isolated", "resources": resources,
+        }))
+        .unwrap();
+        let wire = wire_spec::ResolvedSandboxSpec::from(spec);
+        assert_eq!(serde_json::to_value(&wire.resources).unwrap(), resources);
+        assert_eq!(wire.resources.network(), wire_spec::NetworkMode::Host);
+        let unknown = serde_json::from_value::<sandbox::Resources>(
+            serde_json::json!({"network": "internet"}),
+        );
+        assert!(unknown.is_err());
     }
 }

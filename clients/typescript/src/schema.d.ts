@@ -861,6 +861,11 @@ export interface components {
             /** Format: int64 */
             max_lifetime_seconds?: number | null;
         };
+        /**
+         * @description `none` (the default): the sandbox has only its own loopback; `host`: the host's network.
+         * @enum {string}
+         */
+        NetworkMode: "none" | "host";
         NewCheckpoint: {
             codec_version: string;
             /** Format: int64 */
@@ -1011,6 +1016,14 @@ export interface components {
             memory_mb?: number | null;
             /** Format: int32 */
             max_processes?: number | null;
+            /** Format: int32 */
+            max_open_files?: number | null;
+            /**
+             * Format: int64
+             * @description The sandbox's files may not grow past this; an exec is refused once they have.
+             */
+            disk_mb?: number | null;
+            network?: null | components["schemas"]["NetworkMode"];
         };
         /** @enum {string} */
         Role: "frontend" | "runtime" | "admin" | "metrics";
