@@ -71,4 +71,5 @@ async def main():
         t.cancel()
 
 
-asyncio.run(main())
+if __name__ == "__main__":
+    asyncio.run(main())
