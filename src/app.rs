@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
-use crate::config::{Config, Secret};
+use crate::config::Config;
 use crate::domain::validate;
 use crate::http::state::AppState;
 use crate::lifecycle::attention::AttentionPolicy;
@@ -19,6 +19,7 @@ use crate::lifecycle::reconciler::Reconciler;
 use crate::metrics::Metrics;
 use crate::notify::{run_pg_listener, ChangeHub};
 use crate::scheduler::{PoolConfig, WorkerPool};
+use crate::service::grants::GrantKeyError;
 use crate::service::shutdown::{self, ShutdownTrigger};
 use crate::service::token_cache::TokenCache;
 use crate::store::{Backend, Store, StoreError};
@@ -27,6 +28,8 @@ use crate::store::{Backend, Store, StoreError};
 pub enum AppError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    GrantKey(#[from] GrantKeyError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -53,7 +56,7 @@ pub struct Application {
 }
 
 impl Application {
-    /// Connects and migrates the database, settles the grant secret and binds the listener
+    /// Connects and migrates the database, settles the grant signing key and binds the listener
     /// (port 0 picks a free port). Serving starts with [`Application::run_until_stopped`].
     pub async fn build(config: Config, clock: Arc<dyn Clock>) -> Result<Self, AppError> {
         let hub = ChangeHub::new();
@@ -66,19 +69,7 @@ impl Application {
         )
         .await?;
         store.migrate().await?;
-        let grant_secret = match config
-            .grant_secret
-            .as_ref()
-            .map(Secret::expose)
-            .filter(|s| !s.is_empty())
-        {
-            Some(secret) => secret.to_owned(),
-            None => {
-                store
-                    .setting_or_init("grant_secret", &random_secret())
-                    .await?
-            }
-        };
+        let grants = crate::service::grants::signer(&config, &store).await?;
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|source| AppError::Bind {
@@ -99,7 +90,7 @@ impl Application {
             clock,
             shutdown,
             tokens: Arc::new(TokenCache::default()),
-            grant_secret: grant_secret.into(),
+            grants: Arc::new(grants),
         };
         Ok(Self {
             listener,
@@ -167,10 +158,6 @@ impl Application {
         tracing::info!("stopped");
         Ok(())
     }
-}
-
-fn random_secret() -> String {
-    hex::encode(rand::random::<[u8; 32]>())
 }
 
 async fn os_signal() {

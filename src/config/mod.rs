@@ -36,6 +36,19 @@ pub enum Command {
     /// Work with sandbox providers.
     #[command(subcommand)]
     Provider(ProviderCommand),
+    /// The keys that sign sandbox grants.
+    #[command(subcommand)]
+    Grant(GrantCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GrantCommand {
+    /// Print the public key providers check grants with (`ed25519-pub:...`), for their
+    /// `--grant-public-key-file`; the signing key is the configured one, else the database's
+    /// (generated there if none yet).
+    PublicKey,
+    /// Print a new private signing key (`ed25519-priv:...`) for `--grant-signing-key-file`.
+    GenerateKey,
 }
 
 #[derive(Debug, Subcommand)]
@@ -174,14 +187,35 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1024..=(64 * 1024 * 1024)))]
     pub body_limit_bytes: u64,
 
-    /// Key that signs sandbox grants; generated and stored in the database on first start.
+    /// Shared secret for HMAC grants instead of Ed25519 ones: providers then verify with the
+    /// same secret and can mint grants too. Prefer the default (an Ed25519 key).
     #[arg(
         long,
         env = "SAGENTS_GRANT_SECRET",
         hide_env_values = true,
-        global = true
+        global = true,
+        conflicts_with_all = ["grant_signing_key", "grant_signing_key_file"]
     )]
     pub grant_secret: Option<Secret>,
+
+    /// Ed25519 private key that signs grants (`ed25519-priv:...`, see `sagents grant
+    /// generate-key`) [default: generated and stored in the database on first start].
+    #[arg(
+        long,
+        env = "SAGENTS_GRANT_SIGNING_KEY",
+        hide_env_values = true,
+        global = true
+    )]
+    pub grant_signing_key: Option<Secret>,
+
+    /// File holding the Ed25519 grant signing key.
+    #[arg(
+        long,
+        env = "SAGENTS_GRANT_SIGNING_KEY_FILE",
+        global = true,
+        conflicts_with = "grant_signing_key"
+    )]
+    pub grant_signing_key_file: Option<std::path::PathBuf>,
 
     /// Failed attempts after which a release that cannot be confirmed needs an operator
     /// (`needs_attention`).
@@ -237,6 +271,8 @@ impl Config {
             http_idle_timeout_seconds: 75,
             max_connections: 20_000,
             grant_secret: None,
+            grant_signing_key: None,
+            grant_signing_key_file: None,
             release_attempt_budget: 10,
             attention_retry_seconds: 900,
             reconcile_interval_seconds: 300,
@@ -338,6 +374,30 @@ mod tests {
         );
         assert_eq!(cli.config.log_format, LogFormat::Pretty);
         assert!(cli.config.grant_secret.is_none());
+        assert!(cli.config.grant_signing_key.is_none());
+    }
+
+    #[test]
+    fn grants_take_a_secret_or_a_signing_key_not_both() {
+        let parse = |args: &[&str]| Cli::try_parse_from([&["sagents"], args].concat());
+        assert!(parse(&["--grant-signing-key-file", "/k", "grant", "public-key"]).is_ok());
+        assert!(parse(&["--grant-secret", "s", "--grant-signing-key", "k", "serve"]).is_err());
+        assert!(parse(&[
+            "--grant-secret",
+            "s",
+            "--grant-signing-key-file",
+            "/k",
+            "serve"
+        ])
+        .is_err());
+        assert!(parse(&[
+            "--grant-signing-key",
+            "k",
+            "--grant-signing-key-file",
+            "/k",
+            "serve"
+        ])
+        .is_err());
     }
 
     #[test]
