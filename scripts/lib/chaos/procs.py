@@ -156,13 +156,13 @@ class Managed:
 
 
 class Provider(Managed):
-    def __init__(self, work, bin_dir, token, secret):
+    def __init__(self, work, bin_dir, token, grant_public_key):
         super().__init__("provider", work / "logs" / "provider.log", free_port())
         self.bin = bin_dir / "sagents-local-provider"
         self.root = work / "provider"
         work.chmod(0o711)  # the sandboxes' own user passes through to their folders under it
         self.token = token
-        self.secret = secret
+        self.grant_public_key = grant_public_key
         self.spec = ""
         self.url = f"http://127.0.0.1:{self.port}"
 
@@ -173,7 +173,8 @@ class Provider(Managed):
             argv.append(f"--fault-injection={spec}")
         # Secrets through the environment, never the command line.
         env = dict(os.environ, RUST_LOG=os.environ.get("CHAOS_PROVIDER_LOG", "info"),
-                   SAGENTS_PROVIDER_TOKEN=self.token, SAGENTS_PROVIDER_GRANT_SECRET=self.secret)
+                   SAGENTS_PROVIDER_TOKEN=self.token,
+                   SAGENTS_PROVIDER_GRANT_PUBLIC_KEY=self.grant_public_key)
         self._spawn(argv, env)
         self.wait_ready(lambda: get(self.port, "/v3/capabilities", self.token)[0] == 200)
 

@@ -241,12 +241,12 @@ class Runtime(threading.Thread):
 
     def exec(self, sandbox, argv):
         p = self.ctx.provider
-        body = json.dumps({"grant": sandbox["grant"], "argv": argv, "timeout_seconds": 10}).encode()
+        body = json.dumps({"argv": argv, "timeout_seconds": 10}).encode()
         path = f"/v3/sandboxes/{sandbox['ref']['sandbox_id']}/exec"
         for _ in range(20):
             conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=10)
             try:
-                conn.request("POST", path, body=body, headers={"authorization": f"Bearer {p.token}",
+                conn.request("POST", path, body=body, headers={"authorization": f"Bearer {sandbox['grant']}",
                                                                "content-type": "application/json"})
                 res = conn.getresponse()
                 data = res.read()
