@@ -193,8 +193,7 @@ pub struct Config {
         long,
         env = "SAGENTS_GRANT_SECRET",
         hide_env_values = true,
-        global = true,
-        conflicts_with_all = ["grant_signing_key", "grant_signing_key_file"]
+        global = true
     )]
     pub grant_secret: Option<Secret>,
 
@@ -378,18 +377,9 @@ mod tests {
     }
 
     #[test]
-    fn grants_take_a_secret_or_a_signing_key_not_both() {
+    fn a_signing_key_comes_from_the_flag_or_a_file() {
         let parse = |args: &[&str]| Cli::try_parse_from([&["sagents"], args].concat());
         assert!(parse(&["--grant-signing-key-file", "/k", "grant", "public-key"]).is_ok());
-        assert!(parse(&["--grant-secret", "s", "--grant-signing-key", "k", "serve"]).is_err());
-        assert!(parse(&[
-            "--grant-secret",
-            "s",
-            "--grant-signing-key-file",
-            "/k",
-            "serve"
-        ])
-        .is_err());
         assert!(parse(&[
             "--grant-signing-key",
             "k",

@@ -20,6 +20,10 @@ pub enum GrantKeyError {
     },
     #[error("the grant signing key: {0}")]
     Key(#[from] KeyError),
+    #[error(
+        "grants take either SAGENTS_GRANT_SECRET or SAGENTS_GRANT_SIGNING_KEY(_FILE), not both"
+    )]
+    SecretAndKey,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -36,10 +40,15 @@ pub fn configured(config: &Config) -> Result<Option<GrantSigner>, GrantKeyError>
             .map(|s| s.expose().to_owned())
             .filter(|s| !s.trim().is_empty())
     };
-    if let Some(secret) = present(&config.grant_secret) {
-        return Ok(Some(GrantSigner::hmac(secret.as_bytes())));
+    let secret = present(&config.grant_secret);
+    let key_file = (config.grant_signing_key_file.as_ref()).filter(|p| !p.as_os_str().is_empty());
+    let key_given = key_file.is_some() || present(&config.grant_signing_key).is_some();
+    match secret {
+        Some(_) if key_given => return Err(GrantKeyError::SecretAndKey),
+        Some(secret) => return Ok(Some(GrantSigner::hmac(secret.as_bytes()))),
+        None => {}
     }
-    let text = match &config.grant_signing_key_file {
+    let text = match key_file {
         Some(path) => {
             Some(
                 std::fs::read_to_string(path).map_err(|source| GrantKeyError::Read {
@@ -97,5 +106,10 @@ mod tests {
         c.grant_signing_key_file = Some(path);
         let from_file = configured(&c).unwrap().unwrap();
         assert_eq!(from_file.private_key_text(), Some(key));
+        c.grant_secret = Some("s".parse().unwrap());
+        assert!(matches!(configured(&c), Err(GrantKeyError::SecretAndKey)));
+        // An empty variable counts as unset.
+        c.grant_secret = Some("".parse().unwrap());
+        assert!(configured(&c).unwrap().is_some());
     }
 }

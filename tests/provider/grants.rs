@@ -187,3 +187,29 @@ async fn a_grant_opens_no_route_but_exec() {
         "the release sent with a grant did nothing"
     );
 }
+
+#[tokio::test]
+async fn a_provider_takes_a_public_key_or_a_secret_not_both() {
+    let root = tempfile::tempdir().unwrap();
+    let mut config = sagents_local_provider::Config::for_root(root.path());
+    config.grant_secret = Some("s".into());
+    config.grant_public_key = GrantSigner::ed25519(&[1; 32]).verifier().public_key_text();
+    let refused = sagents_local_provider::serve(config.clone()).await.err();
+    assert!(
+        matches!(
+            refused,
+            Some(sagents_local_provider::LocalProviderError::GrantKeyAndSecret)
+        ),
+        "{refused:?}"
+    );
+    config.grant_secret = None;
+    config.grant_public_key = Some("ed25519-priv:AAAA".into());
+    let refused = sagents_local_provider::serve(config).await.err();
+    assert!(
+        matches!(
+            refused,
+            Some(sagents_local_provider::LocalProviderError::GrantKey(_))
+        ),
+        "{refused:?}"
+    );
+}

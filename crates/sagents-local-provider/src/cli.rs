@@ -74,17 +74,13 @@ pub struct ServeArgs {
     pub grant_secret_file: Option<PathBuf>,
     /// The service's grant public key (`ed25519-pub:...`, from `sagents grant public-key`):
     /// grants are checked with it, and this provider cannot mint any.
-    #[arg(
-        long,
-        env = "SAGENTS_PROVIDER_GRANT_PUBLIC_KEY",
-        conflicts_with_all = ["grant_secret", "grant_secret_file"]
-    )]
+    #[arg(long, env = "SAGENTS_PROVIDER_GRANT_PUBLIC_KEY")]
     pub grant_public_key: Option<String>,
     /// File holding the grant public key.
     #[arg(
         long,
         env = "SAGENTS_PROVIDER_GRANT_PUBLIC_KEY_FILE",
-        conflicts_with_all = ["grant_public_key", "grant_secret", "grant_secret_file"]
+        conflicts_with = "grant_public_key"
     )]
     pub grant_public_key_file: Option<PathBuf>,
     /// `namespaces`: each sandbox in its own user, PID, mount and network namespaces (needs
@@ -245,7 +241,8 @@ mod tests {
         let Command::Serve(args) = argv(&["--grant-public-key-file", path]).unwrap().command;
         let cfg = args.into_config().unwrap();
         assert_eq!(cfg.grant_public_key.as_deref(), Some("ed25519-pub:abc\n"));
-        assert!(argv(&["--grant-public-key-file", path, "--grant-secret", "s"]).is_err());
+        // Both is refused when the provider starts (an empty variable counts as unset).
+        assert!(argv(&["--grant-public-key-file", path, "--grant-secret", "s"]).is_ok());
         assert!(argv(&["--grant-public-key", "k", "--grant-public-key-file", path]).is_err());
     }
 }
