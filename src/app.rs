@@ -9,8 +9,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
+use crate::config::Config;
 use crate::config::SealError;
-use crate::config::{Config, Secret};
 use crate::domain::validate;
 use crate::http::state::AppState;
 use crate::lifecycle::attention::AttentionPolicy;
@@ -20,6 +20,7 @@ use crate::lifecycle::reconciler::Reconciler;
 use crate::metrics::Metrics;
 use crate::notify::{run_pg_listener, ChangeHub};
 use crate::scheduler::{PoolConfig, WorkerPool};
+use crate::service::grants::GrantKeyError;
 use crate::service::shutdown::{self, ShutdownTrigger};
 use crate::service::token_cache::TokenCache;
 use crate::store::{Backend, Store, StoreError};
@@ -30,6 +31,8 @@ pub enum AppError {
     Store(#[from] StoreError),
     #[error("the secret key setting: {0}")]
     SecretKey(#[from] SealError),
+    #[error(transparent)]
+    GrantKey(#[from] GrantKeyError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -56,7 +59,7 @@ pub struct Application {
 }
 
 impl Application {
-    /// Connects and migrates the database, settles the grant secret and binds the listener
+    /// Connects and migrates the database, settles the grant signing key and binds the listener
     /// (port 0 picks a free port). Serving starts with [`Application::run_until_stopped`].
     pub async fn build(config: Config, clock: Arc<dyn Clock>) -> Result<Self, AppError> {
         let hub = ChangeHub::new();
@@ -77,19 +80,7 @@ impl Application {
         .await?;
         store.use_sealer(sealer);
         store.migrate().await?;
-        let grant_secret = match config
-            .grant_secret
-            .as_ref()
-            .map(Secret::expose)
-            .filter(|s| !s.is_empty())
-        {
-            Some(secret) => secret.to_owned(),
-            None => {
-                store
-                    .setting_or_init("grant_secret", &random_secret())
-                    .await?
-            }
-        };
+        let grants = crate::service::grants::signer(&config, &store).await?;
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|source| AppError::Bind {
@@ -110,7 +101,7 @@ impl Application {
             clock,
             shutdown,
             tokens: Arc::new(TokenCache::default()),
-            grant_secret: grant_secret.into(),
+            grants: Arc::new(grants),
         };
         Ok(Self {
             listener,
@@ -178,10 +169,6 @@ impl Application {
         tracing::info!("stopped");
         Ok(())
     }
-}
-
-fn random_secret() -> String {
-    hex::encode(rand::random::<[u8; 32]>())
 }
 
 async fn os_signal() {

@@ -5,11 +5,14 @@ use clap::Parser;
 
 use sagents::app::Application;
 use sagents::clock::{Clock, SystemClock};
-use sagents::config::{self, Cli, Command, Config, ProviderCommand, SecretsCommand, TokenCommand};
+use sagents::config::{
+    self, Cli, Command, Config, GrantCommand, ProviderCommand, SecretsCommand, TokenCommand,
+};
 use sagents::domain::TokenId;
 use sagents::metrics::Metrics;
 use sagents::notify::ChangeHub;
 use sagents::providers::conformance;
+use sagents::service::grants;
 use sagents::service::providers::{self, RegisterProvider};
 use sagents::service::tokens::{self, tenant_for};
 use sagents::store::Store;
@@ -120,10 +123,32 @@ async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
             println!("{} provider tokens rewritten; all are {under}", resealed?);
         }
         Command::Provider(ProviderCommand::Check { url, token }) => {
-            let results = conformance::run_checks(&url, token.as_deref()).await;
+            let signer = grants::configured(&cli.config)?;
+            let results = conformance::run_checks_with(&url, token.as_deref(), signer).await;
             if !conformance::print_report(&results) {
                 anyhow::bail!("the provider at {url} does not conform to plugin API v3");
             }
+        }
+        Command::Grant(GrantCommand::PublicKey) => {
+            let signer = match grants::configured(&cli.config)? {
+                Some(signer) => signer,
+                None => {
+                    let store = open_migrated(&cli.config).await?;
+                    let signer = grants::signer(&cli.config, &store).await;
+                    store.close().await;
+                    signer?
+                }
+            };
+            let public = signer.verifier().public_key_text().context(
+                "grants are signed with a shared secret (SAGENTS_GRANT_SECRET): there is no public key",
+            )?;
+            println!("{public}");
+        }
+        Command::Grant(GrantCommand::GenerateKey) => {
+            println!(
+                "{}",
+                grants::generate().private_key_text().unwrap_or_default()
+            );
         }
     }
     Ok(())

@@ -194,15 +194,16 @@ class Managed:
 
 class Provider(Managed):
     """The reference provider. Its secrets go through the environment, or through 0600 files
-    in `secret_dir` when given (as a container reads them from /run/secrets); never argv."""
+    in `secret_dir` when given (as a container reads them from /run/secrets); never argv.
+    `grant_key` is the service's public key (`ed25519-pub:...`) or a shared HMAC secret."""
 
-    def __init__(self, work, bin_dir, token, secret, port=None, secret_dir=None, log_level=None, env=None):
+    def __init__(self, work, bin_dir, token, grant_key, port=None, secret_dir=None, log_level=None, env=None):
         super().__init__("provider", work / "logs" / "provider.log", port or free_port())
         self.bin = bin_dir / "sagents-local-provider"
         self.root = work / "provider"
         work.chmod(0o711)  # the sandboxes' own user passes through to their folders under it
         self.token = token
-        self.secret = secret
+        self.grant_key = grant_key
         self.secret_dir = secret_dir
         self.log_level = log_level or os.environ.get("CHAOS_PROVIDER_LOG", "info")
         self.extra_env = env or {}
@@ -210,13 +211,16 @@ class Provider(Managed):
         self.url = f"http://127.0.0.1:{self.port}"
 
     def _secrets(self):
+        public = self.grant_key.startswith("ed25519-pub:")
+        grant = "grant-public-key" if public else "grant-secret"
         if self.secret_dir is None:
-            return [], {"SAGENTS_PROVIDER_TOKEN": self.token, "SAGENTS_PROVIDER_GRANT_SECRET": self.secret}
-        files = {"token": self.token, "grant-secret": self.secret}
+            var = "SAGENTS_PROVIDER_GRANT_PUBLIC_KEY" if public else "SAGENTS_PROVIDER_GRANT_SECRET"
+            return [], {"SAGENTS_PROVIDER_TOKEN": self.token, var: self.grant_key}
+        files = {"token": self.token, grant: self.grant_key}
         for name, value in files.items():
             write_secret(self.secret_dir / f"provider-{name}", value)
         return ["--token-file", str(self.secret_dir / "provider-token"),
-                "--grant-secret-file", str(self.secret_dir / "provider-grant-secret")], {}
+                f"--{grant}-file", str(self.secret_dir / f"provider-{grant}")], {}
 
     def start(self, spec=""):
         self.spec = spec

@@ -41,6 +41,9 @@ pub enum Command {
     /// Keys that seal provider tokens at rest.
     #[command(subcommand)]
     Secrets(SecretsCommand),
+    /// The keys that sign sandbox grants.
+    #[command(subcommand)]
+    Grant(GrantCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -49,6 +52,16 @@ pub enum SecretsCommand {
     GenerateKey,
     /// Seal every stored provider token under the first configured key (after a rotation).
     Reseal,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GrantCommand {
+    /// Print the public key providers check grants with (`ed25519-pub:...`), for their
+    /// `--grant-public-key-file`; the signing key is the configured one, else the database's
+    /// (generated there if none yet).
+    PublicKey,
+    /// Print a new private signing key (`ed25519-priv:...`) for `--grant-signing-key-file`.
+    GenerateKey,
 }
 
 #[derive(Debug, Subcommand)]
@@ -187,7 +200,8 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1024..=(64 * 1024 * 1024)))]
     pub body_limit_bytes: u64,
 
-    /// Key that signs sandbox grants; generated and stored in the database on first start.
+    /// Shared secret for HMAC grants instead of Ed25519 ones: providers then verify with the
+    /// same secret and can mint grants too. Prefer the default (an Ed25519 key).
     #[arg(
         long,
         env = "SAGENTS_GRANT_SECRET",
@@ -195,6 +209,25 @@ pub struct Config {
         global = true
     )]
     pub grant_secret: Option<Secret>,
+
+    /// Ed25519 private key that signs grants (`ed25519-priv:...`, see `sagents grant
+    /// generate-key`) [default: generated and stored in the database on first start].
+    #[arg(
+        long,
+        env = "SAGENTS_GRANT_SIGNING_KEY",
+        hide_env_values = true,
+        global = true
+    )]
+    pub grant_signing_key: Option<Secret>,
+
+    /// File holding the Ed25519 grant signing key.
+    #[arg(
+        long,
+        env = "SAGENTS_GRANT_SIGNING_KEY_FILE",
+        global = true,
+        conflicts_with = "grant_signing_key"
+    )]
+    pub grant_signing_key_file: Option<std::path::PathBuf>,
 
     /// Keys that seal provider tokens at rest (AES-256-GCM), comma-separated, the sealing
     /// one first (`sagents secrets generate-key`); unset, tokens are stored as given.
@@ -207,12 +240,7 @@ pub struct Config {
     pub secret_key: Option<Secret>,
 
     /// A file with the sealing keys, one per line, the sealing one first.
-    #[arg(
-        long,
-        env = "SAGENTS_SECRET_KEY_FILE",
-        global = true,
-        conflicts_with = "secret_key"
-    )]
+    #[arg(long, env = "SAGENTS_SECRET_KEY_FILE", global = true)]
     pub secret_key_file: Option<std::path::PathBuf>,
 
     /// Failed attempts after which a release that cannot be confirmed needs an operator
@@ -271,6 +299,8 @@ impl Config {
             grant_secret: None,
             secret_key: None,
             secret_key_file: None,
+            grant_signing_key: None,
+            grant_signing_key_file: None,
             release_attempt_budget: 10,
             attention_retry_seconds: 900,
             reconcile_interval_seconds: 300,
@@ -282,8 +312,17 @@ impl Config {
 
     /// The sealer of secrets at rest from `secret_key` or `secret_key_file`.
     pub fn sealer(&self) -> Result<Sealer, SealError> {
-        match (&self.secret_key, &self.secret_key_file) {
-            (Some(keys), _) => Sealer::from_keys(keys.expose()),
+        // An empty variable (as compose passes an unset one) counts as unset.
+        let keys = self.secret_key.as_ref().filter(|k| !k.expose().is_empty());
+        let file = self
+            .secret_key_file
+            .as_ref()
+            .filter(|f| !f.as_os_str().is_empty());
+        match (keys, file) {
+            (Some(_), Some(_)) => Err(SealError::KeyFile(
+                "give SAGENTS_SECRET_KEY or SAGENTS_SECRET_KEY_FILE, not both".into(),
+            )),
+            (Some(keys), None) => Sealer::from_keys(keys.expose()),
             (None, Some(path)) => std::fs::read_to_string(path)
                 .map_err(|e| SealError::KeyFile(format!("{}: {e}", path.display())))
                 .and_then(|text| Sealer::from_keys(&text)),
@@ -383,6 +422,21 @@ mod tests {
         );
         assert_eq!(cli.config.log_format, LogFormat::Pretty);
         assert!(cli.config.grant_secret.is_none());
+        assert!(cli.config.grant_signing_key.is_none());
+    }
+
+    #[test]
+    fn a_signing_key_comes_from_the_flag_or_a_file() {
+        let parse = |args: &[&str]| Cli::try_parse_from([&["sagents"], args].concat());
+        assert!(parse(&["--grant-signing-key-file", "/k", "grant", "public-key"]).is_ok());
+        assert!(parse(&[
+            "--grant-signing-key",
+            "k",
+            "--grant-signing-key-file",
+            "/k",
+            "serve"
+        ])
+        .is_err());
     }
 
     #[test]

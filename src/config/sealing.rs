@@ -21,7 +21,7 @@ const KEY_LEN: usize = 32;
 pub enum SealError {
     #[error("a secret key must be 32 bytes in base64 (`sagents secrets generate-key` makes one); key {0} is not")]
     BadKey(usize),
-    #[error("cannot read the secret key file {0}")]
+    #[error("the secret key file: {0}")]
     KeyFile(String),
     #[error("the value is sealed under key `{0}`, which is not configured")]
     UnknownKey(String),

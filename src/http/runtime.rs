@@ -17,7 +17,7 @@ use crate::domain::claim::ClaimResponse;
 use crate::domain::commands::{ClaimRequest, Heartbeat};
 use crate::domain::LeaseId;
 use crate::http::state::AppState;
-use crate::service::claims::{claim, ClaimWait};
+use crate::service::claims::{self, claim, ClaimWait};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -51,7 +51,7 @@ async fn claim_runs(
             max: cmd.max.unwrap_or(1),
             ttl: state.config.lease_ttl(),
             wait: Duration::from_secs(cmd.wait_seconds.unwrap_or(0).into()),
-            grant_secret: state.grant_secret.as_bytes(),
+            grants: &state.grants,
         },
     )
     .await?;
@@ -62,6 +62,9 @@ async fn claim_runs(
 pub struct HeartbeatResponse {
     /// The lease now expires at this time.
     pub expires_at: DateTime<Utc>,
+    /// A fresh grant for the run's sandbox, expiring with the extended lease; use it in place
+    /// of the claim's. Null when the run has no ready sandbox (none, or it is being released).
+    pub grant: Option<String>,
 }
 
 #[utoipa::path(
@@ -71,7 +74,7 @@ pub struct HeartbeatResponse {
     params(("lease_id" = LeaseId, Path, description = "A lease you hold")),
     request_body = Heartbeat,
     responses(
-        (status = 200, description = "The lease is extended by the lease TTL", body = HeartbeatResponse),
+        (status = 200, description = "The lease is extended by the lease TTL; a sandbox-backed run gets a fresh grant to match", body = HeartbeatResponse),
         (status = 404, description = "`lease.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease.lost`: the fencing token is stale or the lease expired; stop working on the run", body = Problem, content_type = "application/problem+json"),
     ),
@@ -84,14 +87,17 @@ async fn heartbeat(
     ApiJson(cmd): ApiJson<Heartbeat>,
 ) -> Result<Json<HeartbeatResponse>, ApiError> {
     let lease_id: LeaseId = ids.get("lease_id")?;
-    let expires_at = state
-        .store
-        .heartbeat(
-            auth.scope(),
-            &lease_id,
-            cmd.fencing_token,
-            state.config.lease_ttl(),
-        )
-        .await?;
-    Ok(Json(HeartbeatResponse { expires_at }))
+    let renewed = claims::heartbeat(
+        &state.store,
+        &state.grants,
+        auth.scope(),
+        &lease_id,
+        cmd.fencing_token,
+        state.config.lease_ttl(),
+    )
+    .await?;
+    Ok(Json(HeartbeatResponse {
+        expires_at: renewed.expires_at,
+        grant: renewed.grant,
+    }))
 }

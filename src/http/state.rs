@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::lifecycle::clients::ProviderClients;
 use crate::metrics::Metrics;
 use crate::notify::ChangeHub;
+use crate::providers::grant::GrantSigner;
 use crate::service::shutdown::Shutdown;
 use crate::service::token_cache::TokenCache;
 use crate::store::Store;
@@ -22,7 +23,7 @@ pub struct AppState {
     pub shutdown: Shutdown,
     pub tokens: Arc<TokenCache>,
     /// Signs sandbox grants; the same on every replica.
-    pub grant_secret: Arc<str>,
+    pub grants: Arc<GrantSigner>,
     /// Clients of the registered sandbox providers, shared by claims and the coordinator.
     pub providers: Arc<ProviderClients>,
 }

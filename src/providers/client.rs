@@ -1,7 +1,8 @@
 //! The HTTP client for one sandbox provider (plugin API v3).
 //!
 //! Every call has a timeout, reads at most a bounded body, follows no redirect, and carries
-//! the provider's bearer token, an `x-request-id` and (when known) the fencing token. Every
+//! the provider's bearer token (exec: the caller's grant instead), an `x-request-id` and (when
+//! known) the fencing token. Every
 //! failure is classified so the caller knows whether a retry is safe and whether the side
 //! effect may have happened.
 
@@ -321,7 +322,26 @@ impl ProviderClient {
             .await
     }
 
+    /// Runs a command in the sandbox, authorized by `grant` alone (sent as the bearer token in
+    /// place of the provider's service token).
     pub async fn exec(
+        &self,
+        sandbox_id: &str,
+        grant: &str,
+        req: &ExecRequest,
+        opts: &CallOptions,
+    ) -> Result<ExecResponse, ProviderCallError> {
+        let path = sandbox_path(sandbox_id, "/exec")?;
+        let t = Duration::from_secs(req.timeout_seconds.min(24 * 3600))
+            + self.config.timeouts.exec_grace;
+        let bearer = Some(grant).filter(|g| !g.is_empty());
+        self.send(Method::POST, &path, Some(req), None, t, opts, bearer)
+            .await
+    }
+
+    /// Exec authorized by the provider's service token, as a caller that has no grant would
+    /// try (the conformance checker expects a refusal).
+    pub async fn exec_with_service_token(
         &self,
         sandbox_id: &str,
         req: &ExecRequest,
@@ -343,6 +363,30 @@ impl ProviderClient {
         default_timeout: Duration,
         opts: &CallOptions,
     ) -> Result<T, ProviderCallError> {
+        let bearer = self.token.as_deref();
+        self.send(
+            method,
+            path,
+            body,
+            fencing_token,
+            default_timeout,
+            opts,
+            bearer,
+        )
+        .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn send<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+        fencing_token: Option<i64>,
+        default_timeout: Duration,
+        opts: &CallOptions,
+        bearer: Option<&str>,
+    ) -> Result<T, ProviderCallError> {
         let url = self
             .base_url
             .join(path)
@@ -356,7 +400,7 @@ impl ProviderClient {
             .request(method, url)
             .timeout(opts.timeout.unwrap_or(default_timeout))
             .header(REQUEST_ID_HEADER, request_id);
-        if let Some(token) = &self.token {
+        if let Some(token) = bearer {
             rb = rb.bearer_auth(token);
         }
         if let Some(f) = fencing_token {

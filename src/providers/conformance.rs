@@ -2,17 +2,19 @@
 //!
 //! Checks: `capabilities_v3`, `disposition_<name>` for each advertised disposition,
 //! `release_idempotent`, `receipts_consistent`, `restore_brings_files_back`,
-//! `old_grants_refused_after_terminate`, `detach_never_releases_compute`, and the inventory
-//! checks in `conformance/inventory.rs`. Checks that need a feature the provider does not
+//! `old_grants_refused_after_terminate`, `detach_never_releases_compute`, the grant checks in
+//! `conformance/grants.rs` and the inventory checks in `conformance/inventory.rs`. Checks that need a feature the provider does not
 //! advertise pass with a `skipped:` detail and are printed `SKIP`.
 
+mod grants;
 mod inventory;
 
 use super::client::{CallOptions, ProviderCallError, ProviderClient};
+use super::grant::GrantSigner;
 use super::wire::{
-    AttachRequest, Capabilities, ExecRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec,
-    RequestContext, RestoreRequest, SandboxHandle, SandboxReleaseReceipt, SandboxState,
-    API_VERSION_V3, CAPABILITY_SANDBOX,
+    AttachRequest, Capabilities, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext,
+    RestoreRequest, SandboxHandle, SandboxReleaseReceipt, SandboxState, API_VERSION_V3,
+    CAPABILITY_SANDBOX,
 };
 use super::wire_spec::{
     LifecyclePolicy, ReleaseDisposition as D, ResolvedSandboxSpec, Resources, WorkspaceMode,
@@ -67,6 +69,10 @@ pub fn print_report(results: &[CheckResult]) -> bool {
 
 struct Checker {
     client: ProviderClient,
+    base_url: String,
+    has_token: bool,
+    /// Mints exec grants when the provider cannot (it holds only the service's public key).
+    grants: Option<GrantSigner>,
     caps: Capabilities,
     run: String,
     seq: std::sync::atomic::AtomicU32,
@@ -170,33 +176,6 @@ impl Checker {
             .await
             .map(|i| i.state)
             .map_err(|x| e("inspect", x))
-    }
-
-    async fn exec(
-        &self,
-        h: &SandboxHandle,
-        grant: &str,
-        script: &str,
-    ) -> Result<String, ProviderCallError> {
-        let req = ExecRequest {
-            grant: grant.into(),
-            argv: vec!["sh".into(), "-c".into(), script.into()],
-            cwd: None,
-            env: None,
-            stdin: None,
-            timeout_seconds: 30,
-        };
-        self.client
-            .exec(&h.r#ref.sandbox_id, &req, &CallOptions::default())
-            .await
-            .map(|r| r.stdout)
-    }
-
-    fn exec_grant(&self, h: &SandboxHandle) -> Option<String> {
-        self.caps
-            .supports_exec
-            .then(|| h.grant.as_ref().map(|g| g.token.clone()))
-            .flatten()
     }
 
     async fn disposition(&self, d: D) -> Outcome {
@@ -330,31 +309,6 @@ impl Checker {
         Ok("the file written before the snapshot came back".into())
     }
 
-    async fn old_grants(&self) -> Outcome {
-        if !self
-            .caps
-            .supported_release_dispositions
-            .contains(&D::Terminate)
-        {
-            return Ok("skipped: the provider does not offer terminate".into());
-        }
-        let h = self.provision().await?;
-        let Some(g) = self.exec_grant(&h) else {
-            self.cleanup(&h).await;
-            return Ok("skipped: the provider offers no exec with grants".into());
-        };
-        if let Err(x) = self.exec(&h, &g, "true").await {
-            self.cleanup(&h).await;
-            return Err(e("exec with a fresh grant", x));
-        }
-        self.release(&h, D::Terminate, &self.key("grant")).await?;
-        match self.exec(&h, &g, "true").await {
-            Err(ProviderCallError::Refused { status, .. }) => Ok(format!("refused with {status}")),
-            Err(other) => Err(format!("the old grant was not clearly refused: {other}")),
-            Ok(_) => Err("a grant for terminated compute was accepted".into()),
-        }
-    }
-
     async fn detach(&self) -> Outcome {
         if !self
             .caps
@@ -415,8 +369,18 @@ fn context() -> RequestContext {
     }
 }
 
-/// Runs every check against the provider at `base_url`.
+/// Runs every check against the provider at `base_url`, with the grants it mints itself.
 pub async fn run_checks(base_url: &str, token: Option<&str>) -> Vec<CheckResult> {
+    run_checks_with(base_url, token, None).await
+}
+
+/// Runs every check; exec grants are minted with `grants` when given (a provider that only
+/// verifies the service's grants mints none), else taken from the provider's answers.
+pub async fn run_checks_with(
+    base_url: &str,
+    token: Option<&str>,
+    grants: Option<GrantSigner>,
+) -> Vec<CheckResult> {
     let client = match ProviderClient::new(base_url, token) {
         Ok(c) => c,
         Err(x) => return vec![result("capabilities_v3", Err(x.to_string()))],
@@ -457,6 +421,9 @@ pub async fn run_checks(base_url: &str, token: Option<&str>) -> Vec<CheckResult>
     }
     let checker = Checker {
         client,
+        base_url: base_url.to_owned(),
+        has_token: token.is_some_and(|t| !t.is_empty()),
+        grants,
         run: uuid::Uuid::now_v7().simple().to_string(),
         caps,
         seq: Default::default(),
@@ -473,6 +440,14 @@ pub async fn run_checks(base_url: &str, token: Option<&str>) -> Vec<CheckResult>
     out.push(result(
         "old_grants_refused_after_terminate",
         checker.old_grants().await,
+    ));
+    out.push(result(
+        "exec_refuses_the_service_token",
+        checker.exec_needs_grant().await,
+    ));
+    out.push(result(
+        "grants_refused_off_exec",
+        checker.grant_off_exec().await,
     ));
     out.push(result(
         "detach_never_releases_compute",

@@ -29,7 +29,7 @@ pub async fn keep_lease(store: &Store, lease: &Lease, ttl: Duration) -> LeaseEnd
             .heartbeat(None, &lease.lease_id, lease.fencing_token, chrono_ttl)
             .await
         {
-            Ok(t) => expires_at = t,
+            Ok(renewed) => expires_at = renewed.expires_at,
             Err(StoreError::LeaseLost) => return LeaseEnd::Lost,
             Err(e) => {
                 tracing::warn!(lease_id = %lease.lease_id, error = %e, "lease renewal failed");

@@ -7,8 +7,10 @@ use tokio::time::Instant;
 use super::shutdown::Shutdown;
 use super::snapshot::WaitingGuard;
 use crate::domain::claim::Claim;
+use crate::domain::claim::ClaimSandbox;
+use crate::domain::LeaseId;
 use crate::metrics::Metrics;
-use crate::providers::grant;
+use crate::providers::grant::GrantSigner;
 use crate::store::{Store, StoreResult};
 
 /// Work can also become ready without a notification (a lease expiring), so a waiting
@@ -23,7 +25,7 @@ pub struct ClaimWait<'a> {
     pub ttl: chrono::Duration,
     pub wait: Duration,
     /// Signs the grants of sandbox-backed claims.
-    pub grant_secret: &'a [u8],
+    pub grants: &'a GrantSigner,
 }
 
 /// Claims ready runs; with a wait, retries on every work notification until something is
@@ -45,7 +47,7 @@ pub async fn claim(
             .await?;
         let remaining = deadline.saturating_duration_since(Instant::now());
         if !claims.is_empty() || remaining.is_zero() || shutdown.is_triggered() {
-            return Ok(with_grants(claims, q.grant_secret));
+            return Ok(with_grants(claims, q.grants));
         }
         tokio::select! {
             changed = work.changed(), if work_open => work_open = changed.is_ok(),
@@ -55,33 +57,78 @@ pub async fn claim(
     }
 }
 
-/// Fills each sandbox-backed claim's grant, valid as long as the lease. A grant names the
-/// provider's own generation of the sandbox, which is not the record's (an attach keeps it, a
-/// fresh provision starts it over); the record's is used only when none is stored.
-pub fn with_grants(mut claims: Vec<Claim>, secret: &[u8]) -> Vec<Claim> {
+/// Fills each sandbox-backed claim's grant, valid as long as the lease.
+pub fn with_grants(mut claims: Vec<Claim>, signer: &GrantSigner) -> Vec<Claim> {
     for claim in &mut claims {
         let expires_at = claim.lease.expires_at;
-        let Some(sandbox) = claim.sandbox.as_mut() else {
-            continue;
-        };
-        let generation = sandbox.grant_generation.unwrap_or(sandbox.generation);
-        let Ok(generation) = u64::try_from(generation) else {
-            tracing::error!(run_id = %claim.run.id, "a claimed sandbox has a negative generation");
-            continue;
-        };
-        let sandbox_id = &sandbox.r#ref.sandbox_id;
-        sandbox.grant = grant::mint(secret, sandbox_id, generation, expires_at).token;
+        if let Some(sandbox) = claim.sandbox.as_mut() {
+            sandbox.grant =
+                mint_for(signer, claim.run.id.as_str(), sandbox, expires_at).unwrap_or_default();
+        }
     }
     claims
+}
+
+/// A grant for `sandbox` until `expires_at`. It names the provider's own generation of the
+/// sandbox, which is not the record's (an attach keeps it, a fresh provision starts it over);
+/// the record's is used only when none is stored.
+fn mint_for(
+    signer: &GrantSigner,
+    run_id: &str,
+    sandbox: &ClaimSandbox,
+    expires_at: chrono::DateTime<chrono::Utc>,
+) -> Option<String> {
+    let generation = sandbox.grant_generation.unwrap_or(sandbox.generation);
+    let Ok(generation) = u64::try_from(generation) else {
+        tracing::error!(run_id, "a claimed sandbox has a negative generation");
+        return None;
+    };
+    Some(
+        signer
+            .mint(&sandbox.r#ref.sandbox_id, generation, expires_at)
+            .token,
+    )
+}
+
+/// A lease renewed by a heartbeat.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Renewed {
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+    /// A fresh grant ending with the renewed lease, while the run's sandbox is ready.
+    pub grant: Option<String>,
+}
+
+/// Extends a live lease by `ttl` and mints a grant for its sandbox to match, so a runtime
+/// that keeps its lease keeps its exec.
+pub async fn heartbeat(
+    store: &Store,
+    signer: &GrantSigner,
+    tenant: Option<&str>,
+    lease_id: &LeaseId,
+    fencing_token: i64,
+    ttl: chrono::Duration,
+) -> StoreResult<Renewed> {
+    let renewal = store
+        .heartbeat(tenant, lease_id, fencing_token, ttl)
+        .await?;
+    let grant = renewal
+        .sandbox
+        .as_ref()
+        .and_then(|sandbox| mint_for(signer, lease_id.as_str(), sandbox, renewal.expires_at));
+    Ok(Renewed {
+        expires_at: renewal.expires_at,
+        grant,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::claim::{ClaimKind, ClaimSandbox, ExpectedHashes, Lease};
+    use crate::domain::claim::{ClaimKind, ExpectedHashes, Lease};
     use crate::domain::run::{Run, RunState};
     use crate::domain::sandbox::SandboxRef;
-    use crate::domain::{LeaseId, RunId, SessionId};
+    use crate::domain::{RunId, SessionId};
+    use crate::providers::grant;
     use chrono::Utc;
 
     fn claim(sandbox: Option<ClaimSandbox>) -> Claim {
@@ -136,7 +183,10 @@ mod tests {
 
     #[test]
     fn sandbox_claims_get_a_grant_that_ends_with_the_lease() {
-        let claims = with_grants(vec![claim(Some(sandbox(2, None))), claim(None)], b"secret");
+        let claims = with_grants(
+            vec![claim(Some(sandbox(2, None))), claim(None)],
+            &GrantSigner::hmac(b"secret"),
+        );
         let lease_end = claims[0].lease.expires_at;
         let token = &claims[0].sandbox.as_ref().unwrap().grant;
         let before_end = lease_end - chrono::Duration::milliseconds(1);
@@ -149,7 +199,10 @@ mod tests {
 
     #[test]
     fn the_grant_names_the_stored_provider_generation() {
-        let claims = with_grants(vec![claim(Some(sandbox(3, Some(1))))], b"secret");
+        let claims = with_grants(
+            vec![claim(Some(sandbox(3, Some(1))))],
+            &GrantSigner::hmac(b"secret"),
+        );
         let before_end = claims[0].lease.expires_at - chrono::Duration::milliseconds(1);
         let token = &claims[0].sandbox.as_ref().unwrap().grant;
         assert!(grant::verify(b"secret", token, "sbx_1", 1, before_end).is_ok());

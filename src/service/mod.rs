@@ -2,6 +2,7 @@
 
 pub mod claims;
 pub mod event_stream;
+pub mod grants;
 pub mod inbox;
 pub mod providers;
 pub mod runs;

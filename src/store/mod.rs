@@ -51,6 +51,7 @@ pub use interactions::ReplyOutcome;
 pub use providers::ProviderRecord;
 pub use reconcile::RunView;
 pub use resource_events::ResourceEvent;
+pub use runtime_claims::LeaseRenewal;
 
 pub type StoreResult<T> = Result<T, StoreError>;
 

@@ -7,6 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use super::dialect::DueRuns;
+use super::rows;
 use super::run_fence::{expected_hashes, invalid_state, latest_checkpoint};
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
@@ -18,6 +19,14 @@ use crate::domain::validate::{self, ValidationError};
 use crate::domain::LeaseId;
 
 pub(super) const MAX_CLAIMS: u32 = 100;
+
+/// A renewed lease: its new end and, while the run's compute is ready, the sandbox a fresh
+/// grant is minted for (by the caller).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseRenewal {
+    pub expires_at: DateTime<Utc>,
+    pub sandbox: Option<ClaimSandbox>,
+}
 
 /// When a lease granted or renewed at `now` for `ttl` ends.
 pub(super) fn lease_expiry(now: DateTime<Utc>, ttl: Duration) -> StoreResult<DateTime<Utc>> {
@@ -73,25 +82,36 @@ impl Store {
         lease_id: &LeaseId,
         fencing_token: i64,
         ttl: Duration,
-    ) -> StoreResult<DateTime<Utc>> {
-        let now = self.now();
-        let expires_at = lease_expiry(now, ttl)?;
-        let done = sqlx::query(
-            "UPDATE runs SET lease_expires_at = $4 \
-             WHERE lease_id = $1 AND fencing_token = $2 AND lease_expires_at > $3 \
-             AND ($5 IS NULL OR session_id IN (SELECT id FROM sessions WHERE tenant_id = $5))",
-        )
-        .bind(lease_id.as_str())
-        .bind(fencing_token)
-        .bind(to_millis(now))
-        .bind(to_millis(expires_at))
-        .bind(tenant)
-        .execute(&self.inner.write)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(self.lease_lost());
+    ) -> StoreResult<LeaseRenewal> {
+        let mut tx = self.write_tx().await?;
+        let now = tx.now;
+        let result: StoreResult<_> = async {
+            let expires_at = lease_expiry(now, ttl)?;
+            let renewed = sqlx::query(
+                "UPDATE runs SET lease_expires_at = $4 \
+                 WHERE lease_id = $1 AND fencing_token = $2 AND lease_expires_at > $3 \
+                 AND ($5 IS NULL OR session_id IN (SELECT id FROM sessions WHERE tenant_id = $5)) \
+                 RETURNING id",
+            )
+            .bind(lease_id.as_str())
+            .bind(fencing_token)
+            .bind(to_millis(now))
+            .bind(to_millis(expires_at))
+            .bind(tenant)
+            .fetch_optional(tx.conn())
+            .await?;
+            let Some(row) = renewed else {
+                return Err(self.lease_lost());
+            };
+            let run_id = rows::text(&row, "id")?;
+            let sandbox = self.ready_sandbox(&mut tx, &run_id).await?;
+            Ok(LeaseRenewal {
+                expires_at,
+                sandbox,
+            })
         }
-        Ok(expires_at)
+        .await;
+        tx.finish(self, result).await
     }
 
     /// Drops every lease held by `holder` (graceful shutdown); returns how many.

@@ -26,8 +26,14 @@ async fn stale_and_expired_tokens_lose_the_lease(backend: Backend) {
     let lease1 = first["lease"]["lease_id"].as_str().unwrap().to_owned();
     let heartbeat = format!("/v1/runtime/leases/{lease1}/heartbeat");
 
-    app.post_ok(&heartbeat, &app.runtime, &json!({"fencing_token": t1}), 200)
+    let renewed = app
+        .post_ok(&heartbeat, &app.runtime, &json!({"fencing_token": t1}), 200)
         .await;
+    assert_eq!(
+        renewed["grant"],
+        json!(null),
+        "a run without a sandbox gets no grant"
+    );
     let stale = app
         .post(
             &heartbeat,

@@ -95,3 +95,69 @@ fn every_operation_documents_its_problems_params_and_security() {
         "bearer"
     );
 }
+
+fn provider_document() -> String {
+    sagents_local_provider::openapi::document()
+        .to_pretty_json()
+        .expect("the provider document renders")
+        + "\n"
+}
+
+#[test]
+fn committed_provider_openapi_matches_the_code() {
+    let generated = provider_document();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("openapi/provider-v3.json");
+    if std::env::var_os("UPDATE_OPENAPI").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "openapi/provider-v3.json is out of date with the code; regenerate it with \
+         `UPDATE_OPENAPI=1 cargo test --test all openapi` and commit the result"
+    );
+}
+
+/// Every documented provider operation is routed, with the security it documents.
+#[tokio::test]
+async fn the_provider_document_names_routed_operations() {
+    let doc: Value = serde_json::from_str(&provider_document()).unwrap();
+    let schemes = doc["components"]["securitySchemes"].as_object().unwrap();
+    assert!(schemes.contains_key("grant") && schemes.contains_key("service_token"));
+    let h = crate::provider::Harness::with(|c| c.token = Some("t".into())).await;
+    let http = reqwest::Client::new();
+    let paths = doc["paths"].as_object().unwrap();
+    assert_eq!(paths.len(), 9);
+    for (path, item) in paths {
+        for (method, op) in item.as_object().unwrap() {
+            let name = format!("{} {path}", method.to_uppercase());
+            let security = op["security"][0].as_object().unwrap();
+            let scheme = security.keys().next().unwrap().as_str();
+            assert_eq!(scheme == "grant", path.ends_with("/exec"), "{name}");
+            for (status, res) in op["responses"].as_object().unwrap() {
+                if !status.starts_with('2') {
+                    let schema = &res["content"]["application/json"]["schema"]["$ref"];
+                    assert_eq!(
+                        schema, "#/components/schemas/ProviderError",
+                        "{name} {status}"
+                    );
+                }
+            }
+            let url = format!("{}{}", h.base_url(), path.replace(['{', '}'], ""));
+            let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let resp = http
+                .request(method, url)
+                .bearer_auth("t")
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            let body: Value = resp.json().await.unwrap_or_default();
+            assert!(
+                status != 405 && body["code"] != "route.not_found",
+                "{name} is not routed: {status} {body}"
+            );
+        }
+    }
+}

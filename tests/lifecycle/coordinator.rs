@@ -28,12 +28,15 @@ async fn sh(lx: &Lx, claim: &Claim, script: &str) -> String {
         Utc::now() + Duration::minutes(5),
     )
     .token;
-    let mut req = exec_req(script);
-    req.grant = token;
     let out = lx
         .provider
         .client
-        .exec(sandbox_id, &req, &CallOptions::default())
+        .exec(
+            sandbox_id,
+            &token,
+            &exec_req(script),
+            &CallOptions::default(),
+        )
         .await
         .unwrap();
     assert_eq!(out.exit_code, Some(0), "stderr: {}", out.stderr);

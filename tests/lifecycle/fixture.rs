@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 use super::{Replica, PROVIDER_TOKEN};
 use crate::common::app::{expect_json, hash, Options, TestApp};
 use crate::provider::{exec_req, Harness};
+use sagents::clock::Clock as _;
 use sagents::store::Backend;
+use sagents_local_provider::Clock;
 
 pub struct Ax {
     pub app: TestApp,
@@ -35,10 +37,16 @@ pub async fn ax_with_faults(backend: Backend, faults: &str) -> Ax {
 pub async fn ax_with(backend: Backend, faults: &str, opts: Options) -> Ax {
     let app = TestApp::spawn_with(backend, opts).await;
     let faults = faults.to_string();
-    let secret = app.state.grant_secret.to_string();
+    // The provider holds only the service's public key, as deployed; it reads the app's clock.
+    let public_key = app.state.grants.verifier().public_key_text();
+    let clock = app.clock.clone();
     let provider = Harness::with(move |c| {
         c.token = Some(PROVIDER_TOKEN.into());
-        c.grant_secret = Some(secret);
+        c.grant_secret = None;
+        c.grant_public_key = public_key;
+        if let Some(clock) = clock {
+            c.clock = Clock::from_fn(move || clock.now());
+        }
         if !faults.is_empty() {
             c.fault_injection = Some(faults);
         }
@@ -69,6 +77,7 @@ pub struct Claimed {
     pub run_id: String,
     pub kind: String,
     pub token: i64,
+    pub lease_id: String,
     pub sandbox_id: String,
     pub generation: i64,
     pub grant: String,
@@ -81,6 +90,7 @@ impl Claimed {
             run_id: claim["run"]["id"].as_str().unwrap().to_owned(),
             kind: claim["kind"].as_str().unwrap().to_owned(),
             token: claim["lease"]["fencing_token"].as_i64().unwrap(),
+            lease_id: claim["lease"]["lease_id"].as_str().unwrap().to_owned(),
             sandbox_id: sandbox["ref"]["sandbox_id"]
                 .as_str()
                 .unwrap_or_else(|| panic!("a sandbox-backed claim: {claim}"))
@@ -189,11 +199,14 @@ impl Ax {
     }
 
     pub async fn exec(&self, c: &Claimed, script: &str) -> Result<ExecResponse, ProviderCallError> {
-        let mut req = exec_req(script);
-        req.grant = c.grant.clone();
         self.provider
             .client
-            .exec(&c.sandbox_id, &req, &CallOptions::default())
+            .exec(
+                &c.sandbox_id,
+                &c.grant,
+                &exec_req(script),
+                &CallOptions::default(),
+            )
             .await
     }
 

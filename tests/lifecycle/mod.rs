@@ -32,6 +32,7 @@ mod coordinator;
 mod cycle;
 mod faults;
 mod fixture;
+mod grants;
 mod handles;
 mod history;
 mod lost;

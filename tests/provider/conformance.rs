@@ -9,7 +9,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use sagents::providers::conformance::{print_report, run_checks, CheckResult};
+use sagents::providers::conformance::{print_report, run_checks, run_checks_with, CheckResult};
+use sagents::providers::grant::GrantSigner;
 use sagents::providers::wire::{
     ProvisionRequest, ReleaseRequest, RestoreRequest, SandboxInfo, SandboxRef, SandboxState,
 };
@@ -25,8 +26,16 @@ fn by_name(results: &[CheckResult]) -> HashMap<String, (bool, String)> {
 
 #[tokio::test]
 async fn the_local_provider_passes_every_check() {
-    let h = Harness::start().await;
-    let results = run_checks(&h.base_url(), None).await;
+    // As deployed: a service token, and only the public key of the checker's grant signer.
+    let signer = GrantSigner::ed25519(&[3; 32]);
+    let public = signer.verifier().public_key_text();
+    let h = Harness::with(move |c| {
+        c.token = Some("tok".into());
+        c.grant_secret = None;
+        c.grant_public_key = public;
+    })
+    .await;
+    let results = run_checks_with(&h.base_url(), Some("tok"), Some(signer)).await;
     let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
         names,
@@ -38,6 +47,8 @@ async fn the_local_provider_passes_every_check() {
             "release_idempotent",
             "restore_brings_files_back",
             "old_grants_refused_after_terminate",
+            "exec_refuses_the_service_token",
+            "grants_refused_off_exec",
             "detach_never_releases_compute",
             "inventory_lists_sandboxes",
             "inventory_pages_without_repeats",
@@ -62,11 +73,13 @@ async fn the_local_provider_passes_every_check() {
 
 #[tokio::test]
 async fn the_checker_honours_the_provider_token() {
+    // A shared-secret provider mints the grants the checker execs with.
     let h = Harness::with(|c| c.token = Some("tok".into())).await;
-    assert!(run_checks(&h.base_url(), Some("tok"))
-        .await
-        .iter()
-        .all(|r| r.passed));
+    let results = run_checks(&h.base_url(), Some("tok")).await;
+    assert!(
+        results.iter().all(|r| r.passed && !r.skipped()),
+        "{results:#?}"
+    );
     let denied = run_checks(&h.base_url(), None).await;
     assert_eq!(denied.len(), 1);
     assert!(!denied[0].passed && denied[0].detail.contains("401"));

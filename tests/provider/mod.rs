@@ -7,6 +7,7 @@ mod conformance;
 mod conformance_inventory;
 mod crash;
 mod faults;
+mod grants;
 mod inventory;
 mod isolation;
 mod lifecycle;
@@ -147,11 +148,10 @@ impl Harness {
         &self,
         h: &SandboxHandle,
         grant: &str,
-        mut req: ExecRequest,
+        req: ExecRequest,
     ) -> Result<ExecResponse, ProviderCallError> {
-        req.grant = grant.into();
         self.client
-            .exec(&h.r#ref.sandbox_id, &req, &CallOptions::default())
+            .exec(&h.r#ref.sandbox_id, grant, &req, &CallOptions::default())
             .await
     }
 }
@@ -166,7 +166,6 @@ impl Drop for Harness {
 
 pub fn exec_req(script: &str) -> ExecRequest {
     ExecRequest {
-        grant: String::new(),
         argv: vec!["sh".into(), "-c".into(), script.into()],
         cwd: None,
         env: None,

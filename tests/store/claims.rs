@@ -350,7 +350,8 @@ async fn heartbeats_extend_the_lease(backend: Backend) {
         .store
         .heartbeat(Some("acme"), lease, token, ttl())
         .await
-        .unwrap();
+        .unwrap()
+        .expires_at;
     assert_eq!(expires, f.store.now() + ttl());
     assert!(matches!(
         f.store.heartbeat(Some("globex"), lease, token, ttl()).await,

@@ -72,6 +72,17 @@ pub struct ServeArgs {
         conflicts_with = "grant_secret"
     )]
     pub grant_secret_file: Option<PathBuf>,
+    /// The service's grant public key (`ed25519-pub:...`, from `sagents grant public-key`):
+    /// grants are checked with it, and this provider cannot mint any.
+    #[arg(long, env = "SAGENTS_PROVIDER_GRANT_PUBLIC_KEY")]
+    pub grant_public_key: Option<String>,
+    /// File holding the grant public key.
+    #[arg(
+        long,
+        env = "SAGENTS_PROVIDER_GRANT_PUBLIC_KEY_FILE",
+        conflicts_with = "grant_public_key"
+    )]
+    pub grant_public_key_file: Option<PathBuf>,
     /// `namespaces`: each sandbox in its own user, PID, mount and network namespaces (needs
     /// bubblewrap; the provider refuses to start without it); `none`: on the host, unisolated.
     #[arg(long, env = "SAGENTS_PROVIDER_ISOLATION", default_value = "namespaces")]
@@ -133,12 +144,25 @@ impl ServeArgs {
             Some(p) => Some(read_secret_file(p)?),
             None => self.grant_secret,
         };
+        let grant_public_key = match &self.grant_public_key_file {
+            Some(path) => {
+                Some(
+                    std::fs::read_to_string(path).map_err(|source| SecretFileError::Read {
+                        path: path.clone(),
+                        source,
+                    })?,
+                )
+            }
+            None => self.grant_public_key,
+        };
         Ok(Config {
             listen: self.listen,
             root: self.root,
             workspace_root: self.workspace_root,
             token,
             grant_secret,
+            grant_public_key,
+            clock: super::Clock::system(),
             fault_injection: self.fault_injection,
             isolation: self.isolation,
             sandbox_uid: Some(self.sandbox_uid),
@@ -201,5 +225,24 @@ mod tests {
             .unwrap()
             .command;
         assert!(matches!(args.into_config(), Err(SecretFileError::Empty(_))));
+    }
+
+    #[test]
+    fn a_public_key_comes_from_a_file_and_excludes_a_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("grant.pub");
+        std::fs::write(&key, "ed25519-pub:abc\n").unwrap();
+        let argv = |extra: &[&str]| {
+            let mut argv = vec!["sagents-local-provider", "serve", "--root", "/tmp/r"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv)
+        };
+        let path = key.to_str().unwrap();
+        let Command::Serve(args) = argv(&["--grant-public-key-file", path]).unwrap().command;
+        let cfg = args.into_config().unwrap();
+        assert_eq!(cfg.grant_public_key.as_deref(), Some("ed25519-pub:abc\n"));
+        // Both is refused when the provider starts (an empty variable counts as unset).
+        assert!(argv(&["--grant-public-key-file", path, "--grant-secret", "s"]).is_ok());
+        assert!(argv(&["--grant-public-key", "k", "--grant-public-key-file", path]).is_err());
     }
 }

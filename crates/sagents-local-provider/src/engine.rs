@@ -11,6 +11,7 @@ use std::time::Duration;
 use chrono::Utc;
 use tokio::sync::Mutex;
 
+use super::clock::Clock;
 use super::create::undo;
 use super::error::ApiError;
 use super::exec::{self, ExecPlan, Place};
@@ -20,7 +21,7 @@ use super::locks::NamedLocks;
 use super::paths;
 use super::process::{self, Leader, Limits};
 use super::state::{Layout, SandboxRecord};
-use sagents_plugin_api::grant;
+use sagents_plugin_api::grant::GrantVerifier;
 use sagents_plugin_api::spec::{NetworkMode, ReleaseDisposition, ResolvedSandboxSpec, SpecError};
 use sagents_plugin_api::wire::{
     AttachRequest, Capabilities, ExecRequest, ExecResponse, SandboxHandle, SandboxInfo,
@@ -33,7 +34,9 @@ const MAX_KEY_LEN: usize = 256;
 
 pub struct EngineConfig {
     pub workspace_root: PathBuf,
-    pub grant_secret: Vec<u8>,
+    /// Checks exec grants; mints the grants of answers only when it holds a shared secret.
+    pub grants: GrantVerifier,
+    pub clock: Clock,
     /// `None`: sandboxes run unisolated on the host (`--isolation none`).
     pub sandboxer: Option<Sandboxer>,
 }
@@ -306,17 +309,20 @@ impl Engine {
             .map_err(|e| internal("saving the sandbox state", e))
     }
 
-    /// The `{ref, state, revision}` answer, with a fresh grant while the sandbox is ready.
+    /// The `{ref, state, revision}` answer, with a fresh grant while the sandbox is ready and
+    /// the provider can mint (a shared secret; never with only the service's public key).
     pub(super) fn handle_of(&self, rec: &SandboxRecord) -> SandboxHandle {
-        let grant = (rec.state == SandboxState::Ready).then(|| {
-            let ttl = chrono::Duration::from_std(GRANT_TTL).unwrap_or_default();
-            grant::mint(
-                &self.cfg.grant_secret,
-                &rec.r#ref.sandbox_id,
-                rec.generation,
-                Utc::now() + ttl,
-            )
-        });
+        let signer = self.cfg.grants.signer();
+        let grant = signer
+            .filter(|_| rec.state == SandboxState::Ready)
+            .map(|signer| {
+                let ttl = chrono::Duration::from_std(GRANT_TTL).unwrap_or_default();
+                signer.mint(
+                    &rec.r#ref.sandbox_id,
+                    rec.generation,
+                    self.cfg.clock.now() + ttl,
+                )
+            });
         SandboxHandle {
             r#ref: rec.r#ref.clone(),
             state: rec.state,
@@ -372,8 +378,14 @@ impl Engine {
         }
     }
 
-    /// `POST /v3/sandboxes/{id}/exec`, guarded by a grant for the sandbox's current generation.
-    pub async fn exec(&self, id: &str, req: &ExecRequest) -> Result<ExecResponse, ApiError> {
+    /// `POST /v3/sandboxes/{id}/exec`, guarded by `grant`, which must name the sandbox's
+    /// current generation.
+    pub async fn exec(
+        &self,
+        id: &str,
+        grant: &str,
+        req: &ExecRequest,
+    ) -> Result<ExecResponse, ApiError> {
         let (leader, dir, resources) = {
             let slot = self.slot(id)?;
             let mut rec = slot.lock().await;
@@ -386,14 +398,10 @@ impl Engine {
                     "the sandbox's compute was terminated; its grants are no longer valid",
                 ));
             }
-            grant::verify(
-                &self.cfg.grant_secret,
-                &req.grant,
-                id,
-                rec.generation,
-                Utc::now(),
-            )
-            .map_err(|e| ApiError::forbidden("grant.invalid", e.to_string()))?;
+            self.cfg
+                .grants
+                .verify(grant, id, rec.generation, self.cfg.clock.now())
+                .map_err(|e| ApiError::forbidden("grant.invalid", e.to_string()))?;
             let leader = match (rec.state, rec.leader) {
                 (SandboxState::Ready, Some(l)) => l,
                 (state, _) => {

@@ -73,6 +73,17 @@ impl ApiError {
         )
     }
 
+    /// Exec without a grant.
+    pub fn grant_required() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "grant.required",
+            "unauthorized",
+            "exec needs a grant for the sandbox: send `Authorization: Bearer <grant>`",
+            false,
+        )
+    }
+
     pub fn forbidden(code: &str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::FORBIDDEN, code, "unauthorized", message, false)
     }

@@ -8,6 +8,7 @@ use super::*;
 use crate::engine::EngineConfig;
 use crate::faults::FaultPlan;
 use crate::state::Layout;
+use sagents_plugin_api::grant::GrantVerifier;
 use sagents_plugin_api::spec::{ReleaseDisposition, ResolvedSandboxSpec, WorkspaceMode};
 use sagents_plugin_api::wire::{
     CheckpointRef, ExecRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext,
@@ -33,7 +34,8 @@ impl Drop for TestEngine {
 fn engine(root: &Path) -> TestEngine {
     let cfg = EngineConfig {
         workspace_root: root.join("workspaces"),
-        grant_secret: b"unit-test-secret".to_vec(),
+        grants: GrantVerifier::hmac(b"unit-test-secret"),
+        clock: crate::Clock::system(),
         sandboxer: None,
     };
     TestEngine(Engine::load(cfg, Layout::new(root).unwrap(), FaultPlan::default()).unwrap())
@@ -304,7 +306,6 @@ async fn a_forgotten_sandbox_answers_404_everywhere_and_stays_gone() {
     let id = lost.r#ref.sandbox_id.clone();
     let grant = lost.grant.clone().unwrap().token;
     let exec = |script: &str| ExecRequest {
-        grant: grant.clone(),
         argv: vec!["sh".into(), "-c".into(), script.into()],
         cwd: None,
         env: None,
@@ -312,7 +313,7 @@ async fn a_forgotten_sandbox_answers_404_everywhere_and_stays_gone() {
         timeout_seconds: 10,
     };
     let out = e
-        .exec(&id, &exec("sleep 1000 >/dev/null 2>&1 & echo $!"))
+        .exec(&id, &grant, &exec("sleep 1000 >/dev/null 2>&1 & echo $!"))
         .await
         .unwrap();
     let pid: i32 = out.stdout.trim().parse().unwrap();
@@ -333,7 +334,10 @@ async fn a_forgotten_sandbox_answers_404_everywhere_and_stays_gone() {
     );
     let rel = release_req(&lost, ReleaseDisposition::Terminate, "t");
     assert_eq!(status_and_code(e.release(&id, &rel).await), not_found);
-    assert_eq!(status_and_code(e.exec(&id, &exec("true")).await), not_found);
+    assert_eq!(
+        status_and_code(e.exec(&id, &grant, &exec("true")).await),
+        not_found
+    );
     // The provision key no longer names it: the same request makes a new sandbox.
     let again = provision(&e, "lost").await;
     assert_ne!(again.r#ref.sandbox_id, id);

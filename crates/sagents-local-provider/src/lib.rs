@@ -17,6 +17,7 @@
 
 pub mod archive;
 pub mod cli;
+mod clock;
 mod create;
 mod engine;
 mod error;
@@ -26,6 +27,7 @@ mod forget;
 mod inventory;
 pub mod isolation;
 mod locks;
+pub mod openapi;
 pub mod paths;
 pub mod process;
 mod release;
@@ -41,12 +43,14 @@ use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use clock::Clock;
 use engine::EngineConfig;
 pub use engine::{Engine, GRANT_TTL, PROVIDER_ID};
 pub use error::ApiError;
 use faults::{FaultPlan, FaultSpecError};
 pub use isolation::IsolationMode;
 use isolation::{Sandboxer, Unavailable};
+use sagents_plugin_api::grant::{GrantVerifier, KeyError};
 use state::Layout;
 
 #[derive(Debug, Clone)]
@@ -57,9 +61,14 @@ pub struct Config {
     pub workspace_root: Option<PathBuf>,
     /// Bearer token every caller must present, if set.
     pub token: Option<String>,
-    /// Grant signing secret shared with the service; generated and kept under `ROOT/state`
-    /// when absent.
+    /// Grant signing secret shared with the service (HMAC grants); generated and kept under
+    /// `ROOT/state` when neither it nor `grant_public_key` is set.
     pub grant_secret: Option<String>,
+    /// The service's grant public key (`ed25519-pub:...`): grants are checked with it and
+    /// this provider mints none.
+    pub grant_public_key: Option<String>,
+    /// The time grants are checked against.
+    pub clock: Clock,
     pub fault_injection: Option<String>,
     pub isolation: IsolationMode,
     /// Host uid (and gid) root inside a sandbox maps to when the provider runs as root.
@@ -75,6 +84,8 @@ impl Config {
             workspace_root: None,
             token: None,
             grant_secret: None,
+            grant_public_key: None,
+            clock: Clock::system(),
             fault_injection: None,
             isolation: IsolationMode::Namespaces,
             sandbox_uid: None,
@@ -88,6 +99,10 @@ pub enum LocalProviderError {
     FaultSpec(#[from] FaultSpecError),
     #[error(transparent)]
     Isolation(#[from] Unavailable),
+    #[error("the grant public key: {0}")]
+    GrantKey(#[from] KeyError),
+    #[error("give the provider either a grant secret or a grant public key, not both")]
+    GrantKeyAndSecret,
     #[error("preparing {path}: {source}")]
     Root {
         path: PathBuf,
@@ -152,6 +167,26 @@ impl LocalProvider {
     }
 }
 
+/// How grants are checked: with the service's public key, else with the shared secret.
+fn grant_verifier(cfg: &Config, layout: &Layout) -> Result<GrantVerifier, LocalProviderError> {
+    let secret = cfg.grant_secret.as_deref().filter(|s| !s.is_empty());
+    match cfg
+        .grant_public_key
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+    {
+        Some(_) if secret.is_some() => Err(LocalProviderError::GrantKeyAndSecret),
+        Some(key) => Ok(GrantVerifier::from_public_key_text(key)?),
+        None => {
+            let secret = grant_secret(cfg, layout).map_err(|source| LocalProviderError::Root {
+                path: cfg.root.clone(),
+                source,
+            })?;
+            Ok(GrantVerifier::hmac(&secret))
+        }
+    }
+}
+
 fn grant_secret(cfg: &Config, layout: &Layout) -> std::io::Result<Vec<u8>> {
     if let Some(s) = cfg.grant_secret.as_deref().filter(|s| !s.is_empty()) {
         return Ok(s.as_bytes().to_vec());
@@ -201,7 +236,7 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
     } else {
         std::fs::create_dir_all(&workspace_root).map_err(root_err(&workspace_root))?;
     }
-    let secret = grant_secret(&config, &layout).map_err(root_err(&config.root))?;
+    let grants = grant_verifier(&config, &layout)?;
     let sandboxer = match config.isolation {
         IsolationMode::Namespaces => {
             Some(Sandboxer::detect(config.sandbox_uid, &layout.sandbox_dirs()).await?)
@@ -214,7 +249,8 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
     let engine = Engine::load(
         EngineConfig {
             workspace_root,
-            grant_secret: secret,
+            grants,
+            clock: config.clock.clone(),
             sandboxer,
         },
         layout,

@@ -1,11 +1,14 @@
-//! The HTTP surface: plugin API v3 plus `exec`, bearer-token auth and fault injection.
+//! The HTTP surface: plugin API v3 plus `exec`, bearer auth and fault injection. Every route
+//! but `exec` takes the provider's service token; `exec` takes a grant for the sandbox and
+//! nothing else.
 
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Path, Request, State};
-use axum::http::StatusCode;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -16,6 +19,7 @@ use super::engine::Engine;
 use super::error::ApiError;
 use super::faults::{FaultAction, FaultPoint};
 use super::inventory::InventoryParams;
+use sagents_plugin_api::grant::looks_like_grant;
 use sagents_plugin_api::wire::{
     AttachRequest, ExecRequest, ProvisionRequest, ReleaseRequest, RestoreRequest,
 };
@@ -69,19 +73,63 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+}
+
+impl AppState {
+    fn is_service_token(&self, given: &str) -> bool {
+        self.token_digest
+            .is_some_and(|want| <[u8; 32]>::from(Sha256::digest(given.as_bytes())) == want)
+    }
+}
+
+/// `POST /v3/sandboxes/{id}/exec`, whose caller is authorized by a grant in the handler.
+fn is_exec(req: &Request) -> bool {
+    let mut parts = req.uri().path().split('/');
+    req.method() == Method::POST
+        && matches!(
+            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next(), parts.next()),
+            (Some(""), Some("v3"), Some("sandboxes"), Some(id), Some("exec"), None) if !id.is_empty()
+        )
+}
+
 async fn auth(State(s): State<AppState>, req: Request, next: Next) -> Response {
-    if let Some(want) = s.token_digest {
-        let given = req
-            .headers()
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        let ok = given.is_some_and(|t| <[u8; 32]>::from(Sha256::digest(t.as_bytes())) == want);
-        if !ok {
-            return ApiError::unauthorized().into_response();
+    if s.token_digest.is_some() && !is_exec(&req) {
+        match bearer(req.headers()) {
+            Some(t) if s.is_service_token(t) => {}
+            Some(t) if looks_like_grant(t) => {
+                return ApiError::forbidden(
+                    "grant.not_accepted",
+                    "a grant authorizes exec in its sandbox only; this route takes the provider's service token",
+                )
+                .into_response()
+            }
+            _ => return ApiError::unauthorized().into_response(),
         }
     }
     next.run(req).await
+}
+
+/// The grant an exec caller presents as its bearer token; the service token is refused.
+pub struct GrantBearer(pub String);
+
+impl FromRequestParts<AppState> for GrantBearer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
+        match bearer(&parts.headers) {
+            Some(t) if s.is_service_token(t) => Err(ApiError::forbidden(
+                "grant.required",
+                "the provider's service token does not authorize exec; send the sandbox's grant as the bearer token",
+            )),
+            Some(t) if !t.is_empty() => Ok(GrantBearer(t.to_owned())),
+            _ => Err(ApiError::grant_required()),
+        }
+    }
 }
 
 /// A response whose body fails at once: the work is done but the caller never hears of it.
@@ -211,10 +259,11 @@ async fn release(
 async fn exec(
     State(s): State<AppState>,
     Path(id): Path<String>,
+    GrantBearer(grant): GrantBearer,
     ApiJson(req): ApiJson<ExecRequest>,
 ) -> Response {
     with_faults(&s, FaultPoint::Exec, Some(&id), async {
-        Ok(Json(s.engine.exec(&id, &req).await?).into_response())
+        Ok(Json(s.engine.exec(&id, &grant, &req).await?).into_response())
     })
     .await
 }

@@ -1,19 +1,30 @@
-//! Grants: HMAC-SHA256 signed tokens, keyed by a secret shared between the service and the
-//! provider, that let their holder operate in one sandbox generation until they expire.
+//! Grants: signed tokens that let their holder run commands in one sandbox generation until
+//! they expire. The service mints them ([`GrantSigner`]); a provider checks them
+//! ([`GrantVerifier`]).
 //!
-//! Token: `sgr1.` + base64url(JSON claims) + `.` + base64url(HMAC-SHA256 of the first two
-//! parts).
+//! Two kinds, told apart by the token's prefix (see `docs/GRANTS.md`):
+//! - `sgr2`: Ed25519. The service holds the private key, providers only the public key, so a
+//!   provider cannot mint.
+//! - `sgr1`: HMAC-SHA256 with a secret shared by the service and the provider (either can mint).
+//!
+//! Token: PREFIX + `.` + base64url(JSON claims) + `.` + base64url(signature over the first
+//! two parts), unpadded.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
 use chrono::{DateTime, Utc};
+use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use super::wire::Grant;
 
-const PREFIX: &str = "sgr1";
+mod keys;
+pub use keys::KeyError;
+
+const HMAC_PREFIX: &str = "sgr1";
+const ED25519_PREFIX: &str = "sgr2";
 const MAX_TOKEN_LEN: usize = 4096;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,6 +39,11 @@ pub struct GrantClaims {
 pub enum GrantError {
     #[error("the grant is malformed")]
     Malformed,
+    #[error("the grant is a `{got}` token; this verifier takes `{want}` tokens")]
+    WrongKind {
+        got: &'static str,
+        want: &'static str,
+    },
     #[error("the grant's signature does not match")]
     BadSignature,
     #[error("the grant expired at {0}")]
@@ -38,6 +54,45 @@ pub enum GrantError {
     WrongGeneration { granted: u64, current: u64 },
 }
 
+/// Mints grants: the service's side.
+#[derive(Clone)]
+pub enum GrantSigner {
+    /// Shared secret: whoever verifies can also mint.
+    Hmac(Vec<u8>),
+    Ed25519(SigningKey),
+}
+
+impl std::fmt::Debug for GrantSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GrantSigner::Hmac(_) => f.write_str("GrantSigner::Hmac(***)"),
+            GrantSigner::Ed25519(k) => write!(
+                f,
+                "GrantSigner::Ed25519({})",
+                keys::public_key_text(&k.verifying_key())
+            ),
+        }
+    }
+}
+
+/// Checks grants: a provider's side.
+#[derive(Clone)]
+pub enum GrantVerifier {
+    Hmac(Vec<u8>),
+    Ed25519(VerifyingKey),
+}
+
+impl std::fmt::Debug for GrantVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GrantVerifier::Hmac(_) => f.write_str("GrantVerifier::Hmac(***)"),
+            GrantVerifier::Ed25519(k) => {
+                write!(f, "GrantVerifier::Ed25519({})", keys::public_key_text(k))
+            }
+        }
+    }
+}
+
 fn mac(secret: &[u8], data: &[u8]) -> Hmac<Sha256> {
     // HMAC accepts keys of any length, so this cannot fail.
     let mut m = <Hmac<Sha256> as Mac>::new_from_slice(secret)
@@ -46,44 +101,181 @@ fn mac(secret: &[u8], data: &[u8]) -> Hmac<Sha256> {
     m
 }
 
-/// Signs a grant for `sandbox_id` at `generation`, valid until `expires_at`.
+impl GrantSigner {
+    pub fn hmac(secret: &[u8]) -> Self {
+        GrantSigner::Hmac(secret.to_vec())
+    }
+
+    /// An Ed25519 signer from its 32-byte private key (seed).
+    pub fn ed25519(seed: &[u8; 32]) -> Self {
+        GrantSigner::Ed25519(SigningKey::from_bytes(seed))
+    }
+
+    /// An Ed25519 signer from its text form, `ed25519-priv:` + base64url(seed).
+    pub fn from_private_key_text(text: &str) -> Result<Self, KeyError> {
+        keys::parse_private_key(text).map(GrantSigner::Ed25519)
+    }
+
+    /// The text form of an Ed25519 signer's private key; `None` for a shared secret.
+    pub fn private_key_text(&self) -> Option<String> {
+        match self {
+            GrantSigner::Hmac(_) => None,
+            GrantSigner::Ed25519(k) => Some(keys::private_key_text(k)),
+        }
+    }
+
+    /// What a provider needs to check this signer's grants.
+    pub fn verifier(&self) -> GrantVerifier {
+        match self {
+            GrantSigner::Hmac(s) => GrantVerifier::Hmac(s.clone()),
+            GrantSigner::Ed25519(k) => GrantVerifier::Ed25519(k.verifying_key()),
+        }
+    }
+
+    /// Signs a grant for `sandbox_id` at `generation`, valid until `expires_at`.
+    pub fn mint(&self, sandbox_id: &str, generation: u64, expires_at: DateTime<Utc>) -> Grant {
+        let claims = GrantClaims {
+            sandbox_id: sandbox_id.to_owned(),
+            generation,
+            expires_at_ms: expires_at.timestamp_millis(),
+        };
+        let body = serde_json::to_vec(&claims).unwrap_or_default();
+        let prefix = match self {
+            GrantSigner::Hmac(_) => HMAC_PREFIX,
+            GrantSigner::Ed25519(_) => ED25519_PREFIX,
+        };
+        let signed = format!("{prefix}.{}", B64.encode(body));
+        let signature = match self {
+            GrantSigner::Hmac(secret) => {
+                B64.encode(mac(secret, signed.as_bytes()).finalize().into_bytes())
+            }
+            GrantSigner::Ed25519(key) => B64.encode(key.sign(signed.as_bytes()).to_bytes()),
+        };
+        Grant {
+            token: format!("{signed}.{signature}"),
+            sandbox_id: sandbox_id.to_owned(),
+            generation,
+            expires_at: DateTime::from_timestamp_millis(claims.expires_at_ms).unwrap_or_default(),
+        }
+    }
+}
+
+fn kind_of(prefix: &str) -> Option<&'static str> {
+    match prefix {
+        HMAC_PREFIX => Some(HMAC_PREFIX),
+        ED25519_PREFIX => Some(ED25519_PREFIX),
+        _ => None,
+    }
+}
+
+impl GrantVerifier {
+    pub fn hmac(secret: &[u8]) -> Self {
+        GrantVerifier::Hmac(secret.to_vec())
+    }
+
+    /// An Ed25519 verifier from the text form of the service's public key,
+    /// `ed25519-pub:` + base64url(key).
+    pub fn from_public_key_text(text: &str) -> Result<Self, KeyError> {
+        keys::parse_public_key(text).map(GrantVerifier::Ed25519)
+    }
+
+    /// The text form of an Ed25519 verifier's public key; `None` for a shared secret.
+    pub fn public_key_text(&self) -> Option<String> {
+        match self {
+            GrantVerifier::Hmac(_) => None,
+            GrantVerifier::Ed25519(k) => Some(keys::public_key_text(k)),
+        }
+    }
+
+    /// A signer from the same key, when there is one: only a shared secret mints.
+    pub fn signer(&self) -> Option<GrantSigner> {
+        match self {
+            GrantVerifier::Hmac(s) => Some(GrantSigner::Hmac(s.clone())),
+            GrantVerifier::Ed25519(_) => None,
+        }
+    }
+
+    fn prefix(&self) -> &'static str {
+        match self {
+            GrantVerifier::Hmac(_) => HMAC_PREFIX,
+            GrantVerifier::Ed25519(_) => ED25519_PREFIX,
+        }
+    }
+
+    /// Checks the signature only and returns the claims.
+    pub fn decode(&self, token: &str) -> Result<GrantClaims, GrantError> {
+        if token.len() > MAX_TOKEN_LEN {
+            return Err(GrantError::Malformed);
+        }
+        let (signed, signature) = token.rsplit_once('.').ok_or(GrantError::Malformed)?;
+        let (prefix, body) = signed.split_once('.').ok_or(GrantError::Malformed)?;
+        let got = kind_of(prefix).ok_or(GrantError::Malformed)?;
+        if got != self.prefix() {
+            return Err(GrantError::WrongKind {
+                got,
+                want: self.prefix(),
+            });
+        }
+        let signature = B64.decode(signature).map_err(|_| GrantError::Malformed)?;
+        match self {
+            GrantVerifier::Hmac(secret) => mac(secret, signed.as_bytes())
+                .verify_slice(&signature)
+                .map_err(|_| GrantError::BadSignature)?,
+            GrantVerifier::Ed25519(key) => {
+                let signature = ed25519_dalek::Signature::from_slice(&signature)
+                    .map_err(|_| GrantError::Malformed)?;
+                key.verify_strict(signed.as_bytes(), &signature)
+                    .map_err(|_| GrantError::BadSignature)?
+            }
+        }
+        let body = B64.decode(body).map_err(|_| GrantError::Malformed)?;
+        serde_json::from_slice(&body).map_err(|_| GrantError::Malformed)
+    }
+
+    /// Accepts `token` only if its signature checks out, it is unexpired at `now`, and it
+    /// names `sandbox_id` at its `current_generation`.
+    pub fn verify(
+        &self,
+        token: &str,
+        sandbox_id: &str,
+        current_generation: u64,
+        now: DateTime<Utc>,
+    ) -> Result<GrantClaims, GrantError> {
+        let claims = self.decode(token)?;
+        if claims.expires_at_ms <= now.timestamp_millis() {
+            return Err(GrantError::Expired(
+                DateTime::from_timestamp_millis(claims.expires_at_ms).unwrap_or_default(),
+            ));
+        }
+        if claims.sandbox_id != sandbox_id {
+            return Err(GrantError::WrongSandbox {
+                granted: claims.sandbox_id,
+                asked: sandbox_id.to_owned(),
+            });
+        }
+        if claims.generation != current_generation {
+            return Err(GrantError::WrongGeneration {
+                granted: claims.generation,
+                current: current_generation,
+            });
+        }
+        Ok(claims)
+    }
+}
+
+/// Whether `token` has the shape of a grant (either kind), signature unchecked.
+pub fn looks_like_grant(token: &str) -> bool {
+    token
+        .split_once('.')
+        .is_some_and(|(prefix, _)| kind_of(prefix).is_some())
+}
+
+/// Shared-secret shorthand for [`GrantSigner::mint`].
 pub fn mint(secret: &[u8], sandbox_id: &str, generation: u64, expires_at: DateTime<Utc>) -> Grant {
-    let claims = GrantClaims {
-        sandbox_id: sandbox_id.to_owned(),
-        generation,
-        expires_at_ms: expires_at.timestamp_millis(),
-    };
-    let body = serde_json::to_vec(&claims).unwrap_or_default();
-    let signed = format!("{PREFIX}.{}", B64.encode(body));
-    let tag = mac(secret, signed.as_bytes()).finalize().into_bytes();
-    Grant {
-        token: format!("{signed}.{}", B64.encode(tag)),
-        sandbox_id: sandbox_id.to_owned(),
-        generation,
-        expires_at: DateTime::from_timestamp_millis(claims.expires_at_ms).unwrap_or_default(),
-    }
+    GrantSigner::hmac(secret).mint(sandbox_id, generation, expires_at)
 }
 
-/// Checks the signature only and returns the claims.
-pub fn decode(secret: &[u8], token: &str) -> Result<GrantClaims, GrantError> {
-    if token.len() > MAX_TOKEN_LEN {
-        return Err(GrantError::Malformed);
-    }
-    let (signed, tag) = token.rsplit_once('.').ok_or(GrantError::Malformed)?;
-    let (prefix, body) = signed.split_once('.').ok_or(GrantError::Malformed)?;
-    if prefix != PREFIX {
-        return Err(GrantError::Malformed);
-    }
-    let tag = B64.decode(tag).map_err(|_| GrantError::Malformed)?;
-    mac(secret, signed.as_bytes())
-        .verify_slice(&tag)
-        .map_err(|_| GrantError::BadSignature)?;
-    let body = B64.decode(body).map_err(|_| GrantError::Malformed)?;
-    serde_json::from_slice(&body).map_err(|_| GrantError::Malformed)
-}
-
-/// Accepts `token` only if it is signed with `secret`, unexpired at `now`, and names
-/// `sandbox_id` at its `current_generation`.
+/// Shared-secret shorthand for [`GrantVerifier::verify`].
 pub fn verify(
     secret: &[u8],
     token: &str,
@@ -91,96 +283,8 @@ pub fn verify(
     current_generation: u64,
     now: DateTime<Utc>,
 ) -> Result<GrantClaims, GrantError> {
-    let claims = decode(secret, token)?;
-    if claims.expires_at_ms <= now.timestamp_millis() {
-        return Err(GrantError::Expired(
-            DateTime::from_timestamp_millis(claims.expires_at_ms).unwrap_or_default(),
-        ));
-    }
-    if claims.sandbox_id != sandbox_id {
-        return Err(GrantError::WrongSandbox {
-            granted: claims.sandbox_id,
-            asked: sandbox_id.to_owned(),
-        });
-    }
-    if claims.generation != current_generation {
-        return Err(GrantError::WrongGeneration {
-            granted: claims.generation,
-            current: current_generation,
-        });
-    }
-    Ok(claims)
+    GrantVerifier::hmac(secret).verify(token, sandbox_id, current_generation, now)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use chrono::Duration;
-
-    const SECRET: &[u8] = b"shared-secret";
-
-    fn now() -> DateTime<Utc> {
-        DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).unwrap()
-    }
-
-    #[test]
-    fn a_fresh_grant_verifies() {
-        let t = now();
-        let g = mint(SECRET, "sbx_1", 3, t + Duration::seconds(60));
-        assert_eq!(g.generation, 3);
-        assert_eq!(g.expires_at, t + Duration::seconds(60));
-        let claims = verify(SECRET, &g.token, "sbx_1", 3, t).unwrap();
-        assert_eq!(claims.sandbox_id, "sbx_1");
-    }
-
-    #[test]
-    fn tampering_is_detected() {
-        let t = now();
-        let g = mint(SECRET, "sbx_1", 1, t + Duration::seconds(60));
-        let forged = mint(b"other-secret", "sbx_1", 1, t + Duration::seconds(60));
-        assert_eq!(
-            verify(SECRET, &forged.token, "sbx_1", 1, t),
-            Err(GrantError::BadSignature)
-        );
-        // Swap in claims for another generation, keep the old signature.
-        let other = mint(SECRET, "sbx_1", 2, t + Duration::seconds(60));
-        let (_, old_tag) = g.token.rsplit_once('.').unwrap();
-        let (other_signed, _) = other.token.rsplit_once('.').unwrap();
-        let spliced = format!("{other_signed}.{old_tag}");
-        assert_eq!(
-            verify(SECRET, &spliced, "sbx_1", 2, t),
-            Err(GrantError::BadSignature)
-        );
-        for junk in ["", "sgr1", "sgr1.a.b", "xyz.abc.def", "sgr1.!!.??"] {
-            assert!(verify(SECRET, junk, "sbx_1", 1, t).is_err(), "{junk}");
-        }
-    }
-
-    #[test]
-    fn expired_grants_are_refused() {
-        let t = now();
-        let g = mint(SECRET, "sbx_1", 1, t + Duration::seconds(5));
-        assert!(verify(SECRET, &g.token, "sbx_1", 1, t + Duration::seconds(4)).is_ok());
-        assert!(matches!(
-            verify(SECRET, &g.token, "sbx_1", 1, t + Duration::seconds(5)),
-            Err(GrantError::Expired(_))
-        ));
-    }
-
-    #[test]
-    fn a_grant_names_one_sandbox_and_one_generation() {
-        let t = now();
-        let g = mint(SECRET, "sbx_1", 1, t + Duration::seconds(60));
-        assert!(matches!(
-            verify(SECRET, &g.token, "sbx_2", 1, t),
-            Err(GrantError::WrongSandbox { .. })
-        ));
-        assert_eq!(
-            verify(SECRET, &g.token, "sbx_1", 2, t),
-            Err(GrantError::WrongGeneration {
-                granted: 1,
-                current: 2
-            })
-        );
-    }
-}
+mod tests;

@@ -203,11 +203,11 @@ pub struct RestoreRequest {
     pub context: RequestContext,
 }
 
-/// `POST /v3/sandboxes/{sandbox_id}/exec` (reference provider extension).
+/// `POST /v3/sandboxes/{sandbox_id}/exec` (reference provider extension). The grant goes in
+/// the `Authorization: Bearer` header, never in the body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecRequest {
-    pub grant: String,
     pub argv: Vec<String>,
     /// Relative to the sandbox root; must stay inside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -140,7 +140,6 @@ fn every_wire_type_round_trips() {
         context,
     });
     round_trip(&ExecRequest {
-        grant: "g".into(),
         argv: vec!["echo".into(), "hi".into()],
         cwd: Some("sub".into()),
         env: Some([("A".to_string(), "b".to_string())].into()),

@@ -64,6 +64,14 @@ def token(bin_dir, env, role, tenant=None):
     return r.stdout.strip()
 
 
+def grant_cli(bin_dir, env, command):
+    """`sagents grant COMMAND`: a new Ed25519 signing key, or the public key of the configured one."""
+    r = subprocess.run([str(bin_dir / "sagents"), "grant", command], env=env, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise StartError(f"sagents grant {command} failed: {r.stderr.strip()}")
+    return r.stdout.strip()
+
+
 def interrupted(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -80,15 +88,16 @@ def main(argv):
     stats = Stats(work / "logs" / "chaos-events.jsonl")
     stop = Stop()
     pg = Postgres(work)
-    secret = secrets.token_hex(16)
-    provider = Provider(work, a.bin_dir, secrets.token_hex(18), secret)
+    signing_key = grant_cli(a.bin_dir, os.environ, "generate-key")
+    public_key = grant_cli(a.bin_dir, dict(os.environ, SAGENTS_GRANT_SIGNING_KEY=signing_key), "public-key")
+    provider = Provider(work, a.bin_dir, secrets.token_hex(18), public_key)
     replicas = []
     ctx = None
     code = 2
     log(f"seed {a.seed}, {a.cycles} cycles, {a.replicas} replicas, concurrency {a.concurrency}, work dir {work}")
     try:
         pg.start()
-        env = dict(os.environ, SAGENTS_DATABASE_URL=pg.url, SAGENTS_GRANT_SECRET=secret,
+        env = dict(os.environ, SAGENTS_DATABASE_URL=pg.url, SAGENTS_GRANT_SIGNING_KEY=signing_key,
                    RUST_LOG=os.environ.get("CHAOS_SERVICE_LOG", "info"))
         tenant = "chaos"
         r = subprocess.run([str(a.bin_dir / "sagents"), "migrate"], env=env, capture_output=True, text=True, timeout=120)

@@ -12,7 +12,8 @@ from humans import H, POLICY_HASH, SPEC_HASH, TERMINAL
 
 
 class Heartbeat(threading.Thread):
-    """Renews the one lease its worker holds, every quarter of the TTL."""
+    """Renews the one lease its worker holds, every quarter of the TTL, and keeps the fresh
+    sandbox grant each renewal answers."""
 
     def __init__(self, worker):
         super().__init__(name=f"hb-{worker.wid}", daemon=True)
@@ -20,10 +21,15 @@ class Heartbeat(threading.Thread):
         self.lock = threading.Lock()
         self.lease = None
         self.lost = False
+        self.grant = None
 
     def hold(self, lease_id, token):
         with self.lock:
-            self.lease, self.lost = (lease_id, token), False
+            self.lease, self.lost, self.grant = (lease_id, token), False, None
+
+    def latest_grant(self):
+        with self.lock:
+            return self.grant
 
     def drop(self):
         with self.lock:
@@ -48,6 +54,10 @@ class Heartbeat(threading.Thread):
                 with self.lock:
                     if self.lease == lease:
                         self.lost = True
+            elif r.ok() and isinstance(r.json(), dict) and r.json().get("grant"):
+                with self.lock:
+                    if self.lease == lease:
+                        self.grant = r.json()["grant"]
 
 
 class Runtime(threading.Thread):
@@ -241,12 +251,13 @@ class Runtime(threading.Thread):
 
     def exec(self, sandbox, argv):
         p = self.ctx.provider
-        body = json.dumps({"grant": sandbox["grant"], "argv": argv, "timeout_seconds": 10}).encode()
+        body = json.dumps({"argv": argv, "timeout_seconds": 10}).encode()
+        grant = self.hb.latest_grant() or sandbox["grant"]
         path = f"/v3/sandboxes/{sandbox['ref']['sandbox_id']}/exec"
         for _ in range(20):
             conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=10)
             try:
-                conn.request("POST", path, body=body, headers={"authorization": f"Bearer {p.token}",
+                conn.request("POST", path, body=body, headers={"authorization": f"Bearer {grant}",
                                                                "content-type": "application/json"})
                 res = conn.getresponse()
                 data = res.read()

@@ -88,9 +88,10 @@ def sandbox_exec(stack, sandbox, argv):
     p = stack.provider
     conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=30)
     try:
-        body = json.dumps({"grant": sandbox["grant"], "argv": argv, "timeout_seconds": 10})
+        # Exec is authorized by the sandbox's grant alone.
+        body = json.dumps({"argv": argv, "timeout_seconds": 10})
         conn.request("POST", f"/v3/sandboxes/{sandbox['ref']['sandbox_id']}/exec", body=body,
-                     headers={"authorization": f"Bearer {p.token}", "content-type": "application/json"})
+                     headers={"authorization": f"Bearer {sandbox['grant']}", "content-type": "application/json"})
         res = conn.getresponse()
         data = res.read()
         if res.status != 200:
