@@ -37,7 +37,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses(
         (status = 201, description = "The run, `queued`", body = Run),
         (status = 404, description = "`session.not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `request.invalid`: e.g. a `parent_run_id` of another session", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `request.invalid`: e.g. a `parent_run_id` of another session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["runtime"]))
 )]
@@ -152,6 +152,7 @@ async fn resume_run(
         (status = 200, description = "The run, `suspended`; the lease is handed back and cleanup is scheduled", body = Run),
         (status = 404, description = "`run.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease.lost`: stale fencing token or expired lease; `checkpoint.sequence`: not after the last checkpoint; or the run cannot suspend in its state", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`request.invalid`: also `interaction.expires_at` not in the future", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["runtime"]))
 )]

@@ -217,7 +217,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Integral<V> {
             self.0.visit_f64(v)
         } else if (0.0..U64_END).contains(&v) {
             self.0.visit_u64(v as u64)
-        } else if v >= I64_MIN {
+        } else if (I64_MIN..0.0).contains(&v) {
             self.0.visit_i64(v as i64)
         } else {
             self.0.visit_f64(v)
@@ -313,7 +313,7 @@ mod tests {
         assert_eq!((ok.inner.a, ok.maybe.unwrap().a), (3, 0));
         // Free JSON keeps the number as written.
         assert_eq!(ok.free, serde_json::json!(2.0));
-        for bad in ["3.5", "-1.0", "4294967296.0", "1e400"] {
+        for bad in ["3.5", "-1.0", "4294967296.0", "1e30", "-1e30", "1e400"] {
             let json = format!(r#"{{"inner":{{"a":{bad}}},"maybe":null,"list":[],"free":0}}"#);
             assert!(parse(&json).is_err(), "{bad}");
         }
