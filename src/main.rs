@@ -42,7 +42,7 @@ async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
             tracing::info!("migrations applied");
         }
         Command::Openapi => {
-            let doc = http::openapi_document();
+            let doc = http::openapi_document_for(&cli.config);
             println!(
                 "{}",
                 doc.to_pretty_json()

@@ -18,6 +18,7 @@ fn empty_object() -> serde_json::Value {
 #[serde(deny_unknown_fields)]
 pub struct CreateSession {
     #[serde(default)]
+    #[schema(max_length = 1024)]
     pub title: Option<String>,
     #[serde(default = "empty_object")]
     #[schema(value_type = Object)]
@@ -42,6 +43,7 @@ pub struct CreateRun {
     pub parent_run_id: Option<RunId>,
     #[serde(default)]
     pub sandbox_spec: Option<ResolvedSandboxSpec>,
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub resolved_spec_hash: String,
     #[serde(default = "empty_object")]
     #[schema(value_type = Object)]
@@ -61,17 +63,36 @@ impl CreateRun {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewCheckpoint {
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     pub codec_version: String,
+    #[schema(minimum = 0)]
     pub sequence: i64,
     #[schema(value_type = Object)]
     pub state: serde_json::Value,
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub resolved_spec_hash: String,
+}
+
+/// 1 to 128 characters each, unique, at least one: the rules of `validate::allowed_decisions`.
+fn allowed_decisions_schema() -> utoipa::openapi::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(128)),
+        )
+        .min_items(Some(1))
+        .unique_items(true)
+        .build()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewInteraction {
     pub interaction_type: InteractionType,
+    #[schema(schema_with = allowed_decisions_schema)]
     pub allowed_decisions: Vec<String>,
     #[serde(default = "empty_object")]
     #[schema(value_type = Object)]
@@ -120,6 +141,7 @@ impl SuspendRun {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReplyInteraction {
+    #[schema(min_length = 1, max_length = 128)]
     pub decision: String,
     #[serde(default = "empty_object")]
     #[schema(value_type = Object)]
@@ -131,7 +153,7 @@ pub struct ReplyInteraction {
 
 impl ReplyInteraction {
     pub fn validate(&self) -> Result<(), ValidationError> {
-        if self.decision.is_empty() || self.decision.len() > 128 {
+        if !(1..=128).contains(&self.decision.chars().count()) {
             return Err(ValidationError::new(
                 "decision",
                 "must be 1 to 128 characters",
@@ -145,10 +167,13 @@ impl ReplyInteraction {
 #[serde(deny_unknown_fields)]
 pub struct ConfirmResumed {
     pub fencing_token: i64,
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub resolved_spec_hash: String,
     #[serde(default)]
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub spec_hash: Option<String>,
     #[serde(default)]
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub policy_hash: Option<String>,
 }
 
@@ -199,6 +224,7 @@ impl FailRun {
 #[serde(deny_unknown_fields)]
 pub struct CreateJob {
     pub fencing_token: i64,
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     pub kind: String,
     #[serde(default = "empty_object")]
     #[schema(value_type = Object)]
@@ -225,12 +251,15 @@ pub struct UpdateJob {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimRequest {
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     pub worker_id: String,
     /// How many runs to claim at most (1 to 100, default 1).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 100)]
     pub max: Option<u32>,
     /// Long-poll: wait up to this many seconds for work (at most the configured limit).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 60)]
     pub wait_seconds: Option<u32>,
 }
 

@@ -35,16 +35,28 @@ text_enum! {
     }
 }
 
+/// The one spec version accepted (another is `422 sandbox.spec_unsupported`).
+#[derive(ToSchema)]
+pub enum SpecVersion {
+    #[schema(rename = "sagents.sandbox-spec/v3")]
+    V3,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolvedSandboxSpec {
     /// Must be `sagents.sandbox-spec/v3`.
+    #[schema(value_type = SpecVersion)]
     pub spec_version: String,
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     pub provider_id: String,
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub spec_hash: String,
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub policy_hash: String,
     pub workspace_mode: WorkspaceMode,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 1024)]
     pub host_workspace: Option<String>,
     #[serde(default)]
     pub lifecycle: LifecyclePolicy,

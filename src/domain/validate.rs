@@ -18,6 +18,7 @@ impl ValidationError {
     }
 }
 
+/// In characters, as the schema's `maxLength` counts them.
 pub const MAX_TEXT_LEN: usize = 1024;
 
 /// `sha256:` followed by 64 lowercase hex digits.
@@ -45,7 +46,7 @@ pub fn allowed_decisions(field: &str, decisions: &[String]) -> Result<(), Valida
     }
     let mut seen = HashSet::new();
     for d in decisions {
-        if d.is_empty() || d.len() > 128 {
+        if !(1..=128).contains(&d.chars().count()) {
             return Err(ValidationError::new(
                 field,
                 "each decision must be 1 to 128 characters",
@@ -79,10 +80,10 @@ pub fn name(field: &str, value: &str) -> Result<(), ValidationError> {
 }
 
 pub fn text(field: &str, value: &str) -> Result<(), ValidationError> {
-    if value.len() > MAX_TEXT_LEN {
+    if value.chars().count() > MAX_TEXT_LEN {
         return Err(ValidationError::new(
             field,
-            format!("must be at most {MAX_TEXT_LEN} bytes"),
+            format!("must be at most {MAX_TEXT_LEN} characters"),
         ));
     }
     Ok(())

@@ -28,8 +28,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[into_params(parameter_in = Query)]
 pub struct AttentionQuery {
     /// The `next_cursor` of the previous page.
+    #[param(value_type = Option<RunId>)]
     pub cursor: Option<String>,
     /// At most this many records (1 to 1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -51,7 +53,7 @@ pub struct AttentionPage {
         (status = 404, description = "`execution_resource.not_found`: the cursor names no execution resource", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`request.invalid`: `limit` out of range", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["admin"]))
 )]
 async fn list_attention(
     State(state): State<AppState>,
@@ -80,15 +82,14 @@ async fn list_attention(
 #[serde(deny_unknown_fields)]
 pub struct ResolveAttention {
     pub action: AttentionAction,
-    /// Why, for the record's history (1 to 500 characters).
-    #[schema(min_length = 1, max_length = 500)]
+    /// Why, for the record's history (1 to 500 characters, not only whitespace).
+    #[schema(min_length = 1, max_length = 500, pattern = "\\S")]
     pub reason: String,
 }
 
 impl Command for ResolveAttention {
     fn check(&self, _ctx: &CheckContext) -> Result<(), ApiError> {
-        let len = self.reason.trim().chars().count();
-        if !(1..=500).contains(&len) {
+        if self.reason.trim().is_empty() || self.reason.chars().count() > 500 {
             return Err(ApiError::invalid("reason", "must be 1 to 500 characters"));
         }
         Ok(())
@@ -107,7 +108,7 @@ impl Command for ResolveAttention {
         (status = 409, description = "`execution_resource.not_in_attention`: the record is in another state; `execution_resource.busy`: a worker holds the run's lease now, try again", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`request.invalid`: unknown action or empty reason", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["admin"]))
 )]
 async fn resolve_attention(
     State(state): State<AppState>,

@@ -35,7 +35,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = 200, description = "The run's execution-resource record", body = ExecutionResourceRecord),
         (status = 404, description = "`execution_resource.not_found`: no such run, or a run without a sandbox; `run.not_found`: not a run id", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["admin"]))
 )]
 async fn execution_resource(
     State(state): State<AppState>,
@@ -80,7 +80,7 @@ pub struct ResourceEventPage {
         (status = 404, description = "`execution_resource.not_found`: no such run, or a run without a sandbox; `run.not_found`: not a run id", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`request.invalid`: `after` or `limit` out of range", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["admin"]))
 )]
 async fn execution_resource_events(
     State(state): State<AppState>,
@@ -104,7 +104,7 @@ async fn execution_resource_events(
     path = "/v1/admin/lifecycle/metrics",
     tag = "admin",
     responses((status = 200, description = "The lifecycle `metrics_snapshot`", body = LifecycleMetrics)),
-    security(("bearer" = []))
+    security(("bearer" = ["admin"]), ("bearer" = ["metrics"]))
 )]
 async fn lifecycle_metrics(
     State(state): State<AppState>,

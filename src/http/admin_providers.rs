@@ -57,7 +57,7 @@ impl From<RegistryError> for ApiError {
         (status = 422, description = "`provider.api_version_unsupported`: not plugin API v3 or no `execution.sandbox` capability (no fallback); `provider.refused`: the provider refused our token; `request.invalid`: a malformed id or URL", body = Problem, content_type = "application/problem+json"),
         (status = 502, description = "`provider.unreachable`: the capabilities could not be fetched", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["admin"]))
 )]
 async fn register_provider(
     State(state): State<AppState>,
@@ -73,7 +73,7 @@ async fn register_provider(
     path = "/v1/admin/providers",
     tag = "admin",
     responses((status = 200, description = "Every registered provider, never its token", body = ProviderList)),
-    security(("bearer" = []))
+    security(("bearer" = ["admin"]))
 )]
 async fn list_providers(
     State(state): State<AppState>,

@@ -31,6 +31,7 @@ pub struct CreateToken {
     /// Tenant of a frontend or runtime token (default `default`); admin and metrics tokens
     /// take none.
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     pub tenant: Option<String>,
     /// Seconds until the token expires (at most ten years); it never expires when absent.
     #[serde(default)]
@@ -80,7 +81,7 @@ pub struct TokenList {
         (status = 409, description = "`token.already_created`: a replay under the same `Idempotency-Key`; the secret is never shown again, the detail names the token", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`request.invalid` on `tenant` (malformed, or given for an admin or metrics token) or on `ttl_seconds` (out of range)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["admin"]))
 )]
 async fn create_token(
     State(state): State<AppState>,
@@ -115,7 +116,7 @@ fn expiry(state: &AppState, ttl_seconds: Option<i64>) -> Option<chrono::DateTime
     path = "/v1/admin/tokens",
     tag = "admin",
     responses((status = 200, description = "Every token, never its secret", body = TokenList)),
-    security(("bearer" = []))
+    security(("bearer" = ["admin"]))
 )]
 async fn list_tokens(
     State(state): State<AppState>,
@@ -135,7 +136,7 @@ async fn list_tokens(
         (status = 200, description = "The token, revoked (revoking twice changes nothing)", body = TokenInfo),
         (status = 404, description = "`token.not_found`", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["admin"]))
 )]
 async fn revoke_token(
     State(state): State<AppState>,

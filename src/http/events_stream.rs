@@ -70,7 +70,7 @@ fn to_sse(event: &SessionEvent) -> Event {
     tag = "sessions",
     params(
         ("session_id" = SessionId, Path, description = "The session"),
-        ("Last-Event-ID" = Option<i64>, Header, description = "The `id` of the last event received; the stream resumes after it"),
+        ("Last-Event-ID" = Option<i64>, Header, minimum = 0, description = "The `id` of the last event received; the stream resumes after it"),
         StreamQuery,
     ),
     responses(
@@ -78,7 +78,7 @@ fn to_sse(event: &SessionEvent) -> Event {
         (status = 404, description = "`session.not_found`: no such session for this tenant", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`request.invalid`: `after` or `Last-Event-ID` negative or not an integer", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["frontend"]))
 )]
 async fn stream_events(
     State(state): State<AppState>,

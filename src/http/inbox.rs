@@ -37,14 +37,14 @@ pub struct InboxQuery {
     #[param(inline)]
     pub status: Option<InboxStatus>,
     /// The `next_cursor` of the previous page.
-    #[param(max_length = 200, pattern = "^[A-Za-z0-9_-]+$")]
+    #[param(pattern = "^[0-9]{1,15}\\.int_[0-9a-f]{32}$")]
     pub cursor: Option<String>,
     /// At most this many interactions (default 100).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// With `If-None-Match`: hold the request up to this many seconds while the page is
-    /// unchanged (0 to the long-poll limit, 60 by default).
-    #[param(minimum = 0)]
+    /// unchanged (0 to the long-poll limit, `SAGENTS_LONG_POLL_MAX_SECONDS`).
+    #[param(minimum = 0, maximum = 60)]
     pub wait_seconds: Option<u32>,
 }
 
@@ -66,7 +66,7 @@ pub struct InboxQuery {
         )),
         (status = 422, description = "`request.invalid`: `status` other than `pending`, `limit` out of range, a `cursor` this service did not issue, `wait_seconds` above the long-poll limit", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["frontend"]))
 )]
 async fn list_inbox(
     State(state): State<AppState>,

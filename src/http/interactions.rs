@@ -32,7 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = 409, description = "`interaction.not_pending` (already answered differently, expired or cancelled), `interaction.revision_mismatch` (stale `expected_revision`) or `interaction.expired`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`request.invalid` on `decision`: not one of `allowed_decisions`", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["frontend"]))
 )]
 async fn reply(
     State(state): State<AppState>,

@@ -33,7 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = 404, description = "`run.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease.lost`, or the run is not running", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["runtime"]))
 )]
 async fn create_job(
     State(state): State<AppState>,
@@ -60,7 +60,7 @@ pub struct JobList {
         (status = 200, description = "The run's jobs, oldest first", body = JobList),
         (status = 404, description = "`run.not_found`", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["runtime"]))
 )]
 async fn list_jobs(
     State(state): State<AppState>,
@@ -86,7 +86,7 @@ async fn list_jobs(
         (status = 404, description = "`run.not_found` or `job.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`job.finished` or `job.invalid_transition`: jobs only move forward", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["runtime"]))
 )]
 async fn update_job(
     State(state): State<AppState>,

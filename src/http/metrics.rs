@@ -19,7 +19,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     path = "/metrics",
     tag = "admin",
     responses((status = 200, description = "Prometheus text exposition format 0.0.4", body = String, content_type = "text/plain")),
-    security(("bearer" = []))
+    security(("bearer" = ["admin"]), ("bearer" = ["metrics"]))
 )]
 async fn metrics(State(state): State<AppState>, _observer: Observer) -> Response {
     let mut text = state.metrics.render_prometheus();

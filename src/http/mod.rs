@@ -19,6 +19,7 @@ pub mod jobs;
 pub mod layers;
 pub mod metrics;
 pub mod openapi;
+pub mod openapi_contract;
 pub mod request_id;
 pub mod runs;
 pub mod runtime;
@@ -59,17 +60,25 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(metrics::router())
 }
 
-/// The OpenAPI document of the service, as served at `/openapi.json`.
+/// The OpenAPI document of the service with the default configuration (the committed one).
 pub fn openapi_document() -> utoipa::openapi::OpenApi {
     openapi::complete(api_router().into_openapi())
 }
 
+/// The OpenAPI document of a service with `config`, as served at `/openapi.json`: the
+/// default one with the configured long-poll bound.
+pub fn openapi_document_for(config: &crate::config::Config) -> utoipa::openapi::OpenApi {
+    let mut doc = openapi_document();
+    openapi_contract::set_long_poll_limit(&mut doc, config.long_poll_max_seconds);
+    doc
+}
+
 /// The whole service: routes, docs and the layers every request goes through.
 pub fn router(state: AppState) -> Router {
-    let (routes, doc) = api_router().split_for_parts();
+    let (routes, _) = api_router().split_for_parts();
     let body_limit = state.config.body_limit();
     routes
-        .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi::complete(doc)))
+        .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi_document_for(&state.config)))
         .merge(ui::router())
         .fallback(layers::fallback)
         .layer(from_fn_with_state(state.clone(), idempotency::layer))

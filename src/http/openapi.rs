@@ -196,5 +196,8 @@ pub fn complete(mut doc: OpenApiDoc) -> OpenApiDoc {
             }
         }
     }
+    super::openapi_contract::add_links(&mut doc);
+    super::openapi_contract::describe_event_streams(&mut doc);
+    super::openapi_contract::parameters_are_not_null(&mut doc);
     doc
 }

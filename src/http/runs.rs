@@ -37,9 +37,9 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses(
         (status = 201, description = "The run, `queued`", body = Run),
         (status = 404, description = "`session.not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `request.invalid`: e.g. a `parent_run_id` of another session", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `request.invalid`: e.g. a `parent_run_id` of another session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["runtime"]))
 )]
 async fn create_run(
     State(state): State<AppState>,
@@ -71,7 +71,7 @@ async fn create_run(
         (status = 200, description = "The run, the worker holding its live lease (if any) and its latest suspension: how a runtime that lost an answer learns whether its write landed", body = RunReadBack),
         (status = 404, description = "`run.not_found`: no such run in the caller's tenant", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["runtime"]))
 )]
 async fn read_back_run(
     State(state): State<AppState>,
@@ -97,7 +97,7 @@ async fn read_back_run(
         (status = 404, description = "`session.not_found` or `run.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`run.terminal`: the run already ended", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["frontend"]))
 )]
 async fn cancel_run(
     State(state): State<AppState>,
@@ -126,7 +126,7 @@ async fn cancel_run(
         (status = 404, description = "`session.not_found` or `run.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`interaction.pending` (reply to it instead) or `run.not_suspended`", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["frontend"]))
 )]
 async fn resume_run(
     State(state): State<AppState>,
@@ -152,8 +152,9 @@ async fn resume_run(
         (status = 200, description = "The run, `suspended`; the lease is handed back and cleanup is scheduled", body = Run),
         (status = 404, description = "`run.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease.lost`: stale fencing token or expired lease; `checkpoint.sequence`: not after the last checkpoint; or the run cannot suspend in its state", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`request.invalid`: also `interaction.expires_at` not in the future", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["runtime"]))
 )]
 async fn suspend_run(
     State(state): State<AppState>,
@@ -178,7 +179,7 @@ async fn suspend_run(
         (status = 404, description = "`run.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`sandbox.policy_stale`: a hash differs from the bound one and the run has been failed; `lease.lost`", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["runtime"]))
 )]
 async fn confirm_resumed(
     State(state): State<AppState>,
@@ -206,7 +207,7 @@ async fn confirm_resumed(
         (status = 404, description = "`run.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease.lost`, or the run cannot complete in its state", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["runtime"]))
 )]
 async fn complete_run(
     State(state): State<AppState>,
@@ -234,7 +235,7 @@ async fn complete_run(
         (status = 404, description = "`run.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease.lost`, or the run already ended", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["runtime"]))
 )]
 async fn fail_run(
     State(state): State<AppState>,

@@ -34,7 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = 200, description = "Claimed runs, each with a fresh lease; an empty list when nothing was ready by the deadline (or the service is shutting down)", body = ClaimResponse),
         (status = 422, description = "`request.invalid`: e.g. `wait_seconds` above the long-poll limit or `max` outside 1..=100", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["runtime"]))
 )]
 async fn claim_runs(
     State(state): State<AppState>,
@@ -78,7 +78,7 @@ pub struct HeartbeatResponse {
         (status = 404, description = "`lease.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease.lost`: the fencing token is stale or the lease expired; stop working on the run", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["runtime"]))
 )]
 async fn heartbeat(
     State(state): State<AppState>,

@@ -39,7 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = 201, description = "The new session", body = Session),
         (status = 422, description = "`request.invalid`: e.g. a `parent_session_id` of another tenant", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["frontend"]))
 )]
 async fn create_session(
     State(state): State<AppState>,
@@ -54,8 +54,10 @@ async fn create_session(
 #[into_params(parameter_in = Query)]
 pub struct SessionsQuery {
     /// The `next_cursor` of the previous page.
+    #[param(value_type = Option<SessionId>)]
     pub cursor: Option<String>,
     /// At most this many sessions (1 to 1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -77,7 +79,7 @@ pub struct SessionPage {
         (status = 404, description = "`session.not_found`: the cursor names no session of the tenant", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`request.invalid`: `limit` out of range", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["frontend"]))
 )]
 async fn list_sessions(
     State(state): State<AppState>,
@@ -109,7 +111,8 @@ async fn list_sessions(
 #[into_params(parameter_in = Query)]
 pub struct SnapshotQuery {
     /// With `If-None-Match`: hold the request up to this many seconds while the snapshot
-    /// is unchanged (0 to the long-poll limit, 60 by default).
+    /// is unchanged (0 to the long-poll limit, `SAGENTS_LONG_POLL_MAX_SECONDS`).
+    #[param(minimum = 0, maximum = 60)]
     pub wait_seconds: Option<u32>,
 }
 
@@ -133,7 +136,7 @@ pub struct SnapshotQuery {
         (status = 404, description = "`session.not_found`: no such session for this tenant", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`request.invalid`: `wait_seconds` is above the long-poll limit", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["frontend"]))
 )]
 async fn get_snapshot(
     State(state): State<AppState>,
@@ -182,8 +185,10 @@ async fn get_snapshot(
 #[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// Only events with a greater sequence (default 0: from the start).
+    #[param(minimum = 0)]
     pub after: Option<i64>,
     /// At most this many events (1 to 1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -220,7 +225,7 @@ pub struct EventPage {
         (status = 404, description = "`session.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`request.invalid`: `after` or `limit` out of range", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = []))
+    security(("bearer" = ["frontend"]))
 )]
 async fn list_events(
     State(state): State<AppState>,

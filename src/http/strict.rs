@@ -2,6 +2,9 @@
 //!
 //! serde's derived structs also accept a sequence of their fields in order, so
 //! `["approve"]` would pass for `{"decision": "approve"}`. The API takes objects only.
+//!
+//! An integer field also takes a number with a zero fraction (`3.0`), which JSON Schema's
+//! `integer` admits; serde_json alone would refuse it as a float.
 
 use std::fmt;
 
@@ -19,12 +22,20 @@ macro_rules! forward {
     };
 }
 
+macro_rules! forward_integral {
+    ($($method:ident),* $(,)?) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+                self.0.$method(Integral(visitor))
+            }
+        )*
+    };
+}
+
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
     type Error = D::Error;
 
-    forward!(
-        deserialize_any,
-        deserialize_bool,
+    forward_integral!(
         deserialize_i8,
         deserialize_i16,
         deserialize_i32,
@@ -35,6 +46,11 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
         deserialize_u32,
         deserialize_u64,
         deserialize_u128,
+    );
+
+    forward!(
+        deserialize_any,
+        deserialize_bool,
         deserialize_f32,
         deserialize_f64,
         deserialize_char,
@@ -177,6 +193,38 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
     }
 }
 
+/// Reads a float with a zero fraction, in range, as the integer it equals.
+struct Integral<V>(V);
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for Integral<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        self.0.expecting(f)
+    }
+
+    forward_visit!(
+        visit_i64(i64),
+        visit_u64(u64),
+        visit_i128(i128),
+        visit_u128(u128),
+    );
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        const U64_END: f64 = 18_446_744_073_709_551_616.0;
+        const I64_MIN: f64 = -9_223_372_036_854_775_808.0;
+        if v.fract() != 0.0 || !v.is_finite() {
+            self.0.visit_f64(v)
+        } else if (0.0..U64_END).contains(&v) {
+            self.0.visit_u64(v as u64)
+        } else if (I64_MIN..0.0).contains(&v) {
+            self.0.visit_i64(v as i64)
+        } else {
+            self.0.visit_f64(v)
+        }
+    }
+}
+
 impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Strict<A> {
     type Error = A::Error;
 
@@ -257,5 +305,17 @@ mod tests {
         assert!(parse(r#"{"inner":[1],"maybe":null,"list":[],"free":0}"#).is_err());
         assert!(parse(r#"{"inner":{"a":1},"maybe":[2],"list":[],"free":0}"#).is_err());
         assert!(parse(r#"{"inner":{"a":1},"maybe":null,"list":[[3]],"free":0}"#).is_err());
+    }
+
+    #[test]
+    fn integers_written_with_a_zero_fraction_are_integers() {
+        let ok = parse(r#"{"inner":{"a":3.0},"maybe":{"a":0.0},"list":[],"free":2.0}"#).unwrap();
+        assert_eq!((ok.inner.a, ok.maybe.unwrap().a), (3, 0));
+        // Free JSON keeps the number as written.
+        assert_eq!(ok.free, serde_json::json!(2.0));
+        for bad in ["3.5", "-1.0", "4294967296.0", "1e30", "-1e30", "1e400"] {
+            let json = format!(r#"{{"inner":{{"a":{bad}}},"maybe":null,"list":[],"free":0}}"#);
+            assert!(parse(&json).is_err(), "{bad}");
+        }
     }
 }

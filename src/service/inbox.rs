@@ -17,6 +17,7 @@ pub struct InboxPage {
     /// Newest first.
     pub interactions: Vec<InboxItem>,
     /// Pass as `cursor` for the next page; absent on the last one.
+    #[schema(pattern = "^[0-9]{1,15}\\.int_[0-9a-f]{32}$")]
     pub next_cursor: Option<String>,
 }
 

@@ -14,10 +14,13 @@ use crate::store::{ProviderRecord, Store, StoreError};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterProvider {
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     pub provider_id: String,
     /// `http://` or `https://`.
+    #[schema(max_length = 1024, pattern = "^https?://")]
     pub base_url: String,
     /// The provider's own bearer token; stored, never listed.
+    #[schema(max_length = 1024, pattern = "^[^\\x00-\\x20\\x7f-\\x9f]*$")]
     pub token: String,
 }
 

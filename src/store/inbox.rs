@@ -3,8 +3,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -24,7 +22,8 @@ pub struct InboxItem {
     pub interaction: PendingInteraction,
 }
 
-/// Where a page ends: the last interaction's request time and id. Opaque to clients.
+/// Where a page ends: the last interaction's request time (Unix ms) and id, as
+/// `<ms>.<interaction id>`; opaque to clients, but of a shape the schema states exactly.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InboxCursor {
     requested_at_ms: i64,
@@ -46,8 +45,7 @@ impl InboxCursor {
 
 impl fmt::Display for InboxCursor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let raw = format!("{}:{}", self.requested_at_ms, self.id);
-        f.write_str(&URL_SAFE_NO_PAD.encode(raw))
+        write!(f, "{}.{}", self.requested_at_ms, self.id)
     }
 }
 
@@ -55,12 +53,10 @@ impl FromStr for InboxCursor {
     type Err = BadCursor;
 
     fn from_str(s: &str) -> Result<Self, BadCursor> {
-        if s.len() > 200 {
+        let (ms, id) = s.split_once('.').ok_or(BadCursor)?;
+        if !(1..=15).contains(&ms.len()) || !ms.bytes().all(|b| b.is_ascii_digit()) {
             return Err(BadCursor);
         }
-        let raw = URL_SAFE_NO_PAD.decode(s).map_err(|_| BadCursor)?;
-        let raw = String::from_utf8(raw).map_err(|_| BadCursor)?;
-        let (ms, id) = raw.split_once(':').ok_or(BadCursor)?;
         Ok(Self {
             requested_at_ms: ms.parse().map_err(|_| BadCursor)?,
             id: id.parse().map_err(|_| BadCursor)?,
@@ -126,7 +122,9 @@ mod tests {
             "",
             "x",
             "!!!",
-            &URL_SAFE_NO_PAD.encode("12:int_zz"),
+            "12.int_zz",
+            "-1.int_0192f0c1a2b37c4d8e9f0a1b2c3d4e5f",
+            "+1.int_0192f0c1a2b37c4d8e9f0a1b2c3d4e5f",
             &"a".repeat(300),
         ] {
             assert_eq!(bad.parse::<InboxCursor>(), Err(BadCursor), "{bad}");

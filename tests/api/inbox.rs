@@ -332,7 +332,7 @@ fn the_openapi_document_states_the_inbox_and_stream_constraints() {
     assert_eq!(param(inbox, "status")["schema"]["enum"], json!(["pending"]));
     assert_eq!(
         param(inbox, "cursor")["schema"]["pattern"],
-        "^[A-Za-z0-9_-]+$"
+        "^[0-9]{1,15}\\.int_[0-9a-f]{32}$"
     );
     assert_eq!(param(inbox, "If-None-Match")["in"], "header");
     for status in ["200", "304", "422"] {

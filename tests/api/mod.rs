@@ -2,6 +2,7 @@
 
 mod auth;
 mod bad_input;
+mod contract;
 mod cycle;
 mod edges;
 mod events_stream;

@@ -56,11 +56,18 @@ fn every_operation_documents_its_problems_params_and_security() {
             if open.contains(&path.as_str()) {
                 assert!(op.get("security").is_none(), "{name} is open");
             } else {
-                assert_eq!(
-                    op["security"],
-                    serde_json::json!([{"bearer": []}]),
-                    "{name}"
-                );
+                // Each requirement names the one role it admits (OpenAPI 3.1 role names).
+                let requirements = op["security"].as_array().expect("security");
+                assert!(!requirements.is_empty(), "{name}");
+                for req in requirements {
+                    let roles = req["bearer"].as_array().expect("bearer");
+                    assert_eq!(roles.len(), 1, "{name}");
+                    assert!(
+                        ["admin", "runtime", "frontend", "metrics"]
+                            .contains(&roles[0].as_str().unwrap()),
+                        "{name}"
+                    );
+                }
                 for status in ["401", "403"] {
                     assert!(responses.contains_key(status), "{name}: {status}");
                 }
