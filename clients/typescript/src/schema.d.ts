@@ -722,6 +722,11 @@ export interface components {
              * @description The lease now expires at this time.
              */
             expires_at: string;
+            /**
+             * @description A fresh grant for the run's sandbox, expiring with the extended lease; use it in place
+             *     of the claim's. Null when the run has no ready sandbox (none, or it is being released).
+             */
+            grant?: string | null;
         };
         /** @description One pending interaction and the session it belongs to. */
         InboxItem: {
@@ -967,12 +972,12 @@ export interface components {
         };
         ResolveAttention: {
             action: components["schemas"]["AttentionAction"];
-            /** @description Why, for the record's history (1 to 500 characters). */
+            /** @description Why, for the record's history (1 to 500 characters, not only whitespace). */
             reason: string;
         };
         ResolvedSandboxSpec: {
             /** @description Must be `sagents.sandbox-spec/v3`. */
-            spec_version: string;
+            spec_version: components["schemas"]["SpecVersion"];
             provider_id: string;
             spec_hash: string;
             policy_hash: string;
@@ -1128,6 +1133,11 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        /**
+         * @description The one spec version accepted (another is `422 sandbox.spec_unsupported`).
+         * @enum {string}
+         */
+        SpecVersion: "sagents.sandbox-spec/v3";
         SuspendRun: {
             /** Format: int64 */
             fencing_token: number;
@@ -1277,7 +1287,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description The `next_cursor` of the previous page. */
-                cursor?: string;
+                cursor?: components["schemas"]["RunId"];
                 /** @description At most this many records (1 to 1000, default 100). */
                 limit?: number;
             };
@@ -2044,13 +2054,13 @@ export interface operations {
                 limit?: number;
                 /**
                  * @description With `If-None-Match`: hold the request up to this many seconds while the page is
-                 *     unchanged (0 to the long-poll limit, 60 by default).
+                 *     unchanged (0 to the long-poll limit, `SAGENTS_LONG_POLL_MAX_SECONDS`).
                  */
                 wait_seconds?: number;
             };
             header?: {
                 /** @description The ETag of a page you hold; `304` while it is current */
-                "If-None-Match"?: string | null;
+                "If-None-Match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2914,7 +2924,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
+            /** @description `request.invalid`: also `interaction.expires_at` not in the future; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3058,7 +3068,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The lease is extended by the lease TTL */
+            /** @description The lease is extended by the lease TTL; a sandbox-backed run gets a fresh grant to match */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3158,7 +3168,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description The `next_cursor` of the previous page. */
-                cursor?: string;
+                cursor?: components["schemas"]["SessionId"];
                 /** @description At most this many sessions (1 to 1000, default 100). */
                 limit?: number;
             };
@@ -3419,7 +3429,7 @@ export interface operations {
             };
             header?: {
                 /** @description The `id` of the last event received; the stream resumes after it */
-                "Last-Event-ID"?: number | null;
+                "Last-Event-ID"?: number;
             };
             path: {
                 /** @description The session */
@@ -3435,7 +3445,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": {
+                        /** @description The event's sequence, as `Last-Event-ID` takes it */
+                        id: string;
+                        /** @description The event's type */
+                        event: string;
+                        /** @description The event as JSON, as `GET /v1/sessions/{session_id}/events` lists it */
+                        data: string;
+                    };
                 };
             };
             /** @description `auth.unauthorized`: missing, unknown or revoked token */
@@ -3699,7 +3716,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `request.invalid`: e.g. a `parent_run_id` of another session; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
+            /** @description `sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `request.invalid`: e.g. a `parent_run_id` of another session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3916,13 +3933,13 @@ export interface operations {
             query?: {
                 /**
                  * @description With `If-None-Match`: hold the request up to this many seconds while the snapshot
-                 *     is unchanged (0 to the long-poll limit, 60 by default).
+                 *     is unchanged (0 to the long-poll limit, `SAGENTS_LONG_POLL_MAX_SECONDS`).
                  */
                 wait_seconds?: number;
             };
             header?: {
                 /** @description The ETag of a snapshot you hold; `304` while it is current */
-                "If-None-Match"?: string | null;
+                "If-None-Match"?: string;
             };
             path: {
                 /** @description The session */
