@@ -41,6 +41,10 @@ async fn tokens_and_providers_from_the_command_line() {
 
     let secret = ok(&db, &["token", "create", "--role", "metrics"]);
     assert!(secret.trim().starts_with("sag_"));
+    use sha2::Digest;
+    let digest = hex::encode(sha2::Sha256::digest(secret.trim().as_bytes()));
+    let stored = crate::common::db::column_text(&db, "tokens", "secret_hash").await;
+    assert_eq!(stored, vec![digest], "only the digest is stored");
     ok(
         &db,
         &[
