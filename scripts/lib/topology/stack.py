@@ -113,7 +113,7 @@ class Stack:
         self.env_path = env_file()
         self.cfg = read_env(self.env_path)
         need = ("POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB", "SAGENTS_GRANT_SECRET",
-                "SAGENTS_PROVIDER_TOKEN")
+                "SAGENTS_PROVIDER_TOKEN", "SAGENTS_SECRET_KEY")
         missing = [k for k in need if not self.cfg.get(k)]
         if missing:
             raise StartError(f"{self.env_path} does not set {', '.join(missing)}")
@@ -157,7 +157,7 @@ class Stack:
         c = self.cfg
         url = self.pg.create_database(c["POSTGRES_USER"], c["POSTGRES_PASSWORD"], c["POSTGRES_DB"])
         self.env = dict(os.environ, SAGENTS_DATABASE_URL=url, SAGENTS_GRANT_SECRET=c["SAGENTS_GRANT_SECRET"],
-                        RUST_LOG=c.get("RUST_LOG", "info"), **REPLICA_ENV)
+                        SAGENTS_SECRET_KEY=c["SAGENTS_SECRET_KEY"], RUST_LOG=c.get("RUST_LOG", "info"), **REPLICA_ENV)
         self.sagents("migrate")
         self.tokens = {"admin": self.sagents("token", "create", "--role", "admin"),
                        "metrics": self.sagents("token", "create", "--role", "metrics"),
