@@ -85,12 +85,10 @@ async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
             url,
             token_file,
         }) => {
-            let token = std::fs::read_to_string(&token_file)
-                .with_context(|| format!("cannot read {}", token_file.display()))?;
             let req = RegisterProvider {
                 provider_id: id,
                 base_url: url,
-                token: token.trim().to_owned(),
+                token: read_token(&token_file)?,
             };
             let store = open_migrated(&cli.config).await?;
             let registered = providers::register_provider(&store, &req).await;
@@ -122,7 +120,11 @@ async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
             });
             println!("{} provider tokens rewritten; all are {under}", resealed?);
         }
-        Command::Provider(ProviderCommand::Check { url, token }) => {
+        Command::Provider(ProviderCommand::Check { url, token_file }) => {
+            let token = match token_file {
+                Some(path) => Some(read_token(&path)?),
+                None => None,
+            };
             let signer = grants::configured(&cli.config)?;
             let results = conformance::run_checks_with(&url, token.as_deref(), signer).await;
             if !conformance::print_report(&results) {
@@ -152,6 +154,12 @@ async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn read_token(path: &std::path::Path) -> anyhow::Result<String> {
+    let token =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(token.trim().to_owned())
 }
 
 async fn open_migrated(config: &Config) -> anyhow::Result<Store> {

@@ -71,9 +71,9 @@ pub enum ProviderCommand {
         /// The provider's base URL, e.g. `http://127.0.0.1:9100`.
         #[arg(long)]
         url: String,
-        /// The provider's bearer token.
-        #[arg(long)]
-        token: Option<String>,
+        /// A file holding the provider's bearer token (kept off the command line).
+        #[arg(long, env = "SAGENTS_PROVIDER_TOKEN_FILE")]
+        token_file: Option<std::path::PathBuf>,
     },
     /// Check a provider's capabilities and register it (or replace it, same id).
     Register {
