@@ -228,7 +228,7 @@ pub async fn register_provider(
 
 pub async fn list_providers(store: &Store) -> Result<Vec<ProviderInfo>, RegistryError> {
     store
-        .list_providers()
+        .list_providers_as_stored()
         .await?
         .into_iter()
         .map(info_of)

@@ -127,12 +127,22 @@ impl Store {
     }
 
     pub async fn list_providers(&self) -> StoreResult<Vec<ProviderRecord>> {
+        self.list_providers_as_stored()
+            .await?
+            .into_iter()
+            .map(|r| self.opened(r))
+            .collect()
+    }
+
+    /// The providers with their tokens as stored (perhaps sealed): for listings, which never
+    /// show a token, so that a missing key does not hide which providers exist.
+    pub async fn list_providers_as_stored(&self) -> StoreResult<Vec<ProviderRecord>> {
         let sql = format!("SELECT {PROVIDER_COLS} FROM providers ORDER BY provider_id");
         sqlx::query(&sql)
             .fetch_all(&self.inner.read)
             .await?
             .iter()
-            .map(|r| self.opened(rows::provider(r)?))
+            .map(rows::provider)
             .collect()
     }
 
