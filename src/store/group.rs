@@ -1,6 +1,6 @@
-//! Group commit for the coordinator's writes. Record saves and lease hand-backs that arrive
-//! while another group is being written wait and are written together in the next one: a
-//! transaction, and a fixed number of statements, for many runs. Each write keeps its own
+//! Group commit for the coordinator's writes and for replies. Record saves, lease hand-backs
+//! and replies that arrive while another group is being written wait and are written
+//! together in the next one: a transaction, and a fixed number of statements, for many runs. Each write keeps its own
 //! fence and version check and gets its own answer; if a group fails as a whole, each of its
 //! writes is retried alone, so one bad write never fails the others.
 
@@ -10,11 +10,12 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
+use super::interactions::ReplyOutcome;
+use super::reply_batch::ReplyItem;
 use super::resource_writes::{HandBack, SaveItem};
 use super::{Backend, Store, StoreError, StoreResult};
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::RunEffect;
-use crate::domain::RunId;
 use crate::metrics::Metrics;
 
 /// The most writes one group carries.
@@ -25,13 +26,16 @@ type Reply<T> = oneshot::Sender<StoreResult<T>>;
 enum Pending {
     Save(Box<SaveItem>, Reply<ExecutionResourceRecord>),
     HandBack(HandBack, Reply<()>),
+    Reply(Box<ReplyItem>, Reply<ReplyOutcome>),
 }
 
 impl Pending {
-    fn run_id(&self) -> &RunId {
+    /// At most one write per key in a group: a run, or the interaction a reply answers.
+    fn key(&self) -> &str {
         match self {
-            Pending::Save(item, _) => &item.run_id,
-            Pending::HandBack(lease, _) => &lease.run_id,
+            Pending::Save(item, _) => item.run_id.as_str(),
+            Pending::HandBack(lease, _) => lease.run_id.as_str(),
+            Pending::Reply(item, _) => item.interaction_id.as_str(),
         }
     }
 
@@ -40,6 +44,7 @@ impl Pending {
         match self {
             Pending::Save(_, reply) => reply.is_closed(),
             Pending::HandBack(_, reply) => reply.is_closed(),
+            Pending::Reply(_, reply) => reply.is_closed(),
         }
     }
 }
@@ -67,7 +72,7 @@ impl GroupCommit {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The oldest queued writes, at most one per run (a later write to the same run waits
+    /// The oldest queued writes, at most one per key (a later write to the same run waits
     /// for the next group, so it sees the earlier one).
     fn take(&self) -> Vec<Pending> {
         let mut queue = self.lock();
@@ -78,7 +83,7 @@ impl GroupCommit {
             if p.abandoned() {
                 continue;
             }
-            if group.len() < MAX_GROUP && seen.insert(p.run_id().clone()) {
+            if group.len() < MAX_GROUP && seen.insert(p.key().to_owned()) {
                 group.push(p);
             } else {
                 rest.push(p);
@@ -119,6 +124,12 @@ impl Store {
         }
         let (reply, answer) = oneshot::channel();
         self.inner.group.push(Pending::Save(Box::new(item), reply));
+        self.await_group(answer).await
+    }
+
+    pub(super) async fn reply_grouped(&self, item: ReplyItem) -> StoreResult<ReplyOutcome> {
+        let (reply, answer) = oneshot::channel();
+        self.inner.group.push(Pending::Reply(Box::new(item), reply));
         self.await_group(answer).await
     }
 
@@ -167,6 +178,7 @@ impl Store {
     async fn write_group(&self, group: Vec<Pending>) {
         let (mut saves, mut save_replies) = (Vec::new(), Vec::new());
         let (mut hand_backs, mut hand_back_replies) = (Vec::new(), Vec::new());
+        let (mut replies, mut reply_answers) = (Vec::new(), Vec::new());
         for p in group {
             match p {
                 Pending::Save(item, reply) => {
@@ -177,7 +189,17 @@ impl Store {
                     hand_backs.push(lease);
                     hand_back_replies.push(reply);
                 }
+                Pending::Reply(item, reply) => {
+                    replies.push(*item);
+                    reply_answers.push(reply);
+                }
             }
+        }
+        if !replies.is_empty() {
+            self.write_replies(&replies, reply_answers).await;
+        }
+        if saves.is_empty() && hand_backs.is_empty() {
+            return;
         }
         if saves.len() + hand_backs.len() > 1 {
             match self.write_in_one(&saves, &hand_backs).await {
@@ -205,6 +227,45 @@ impl Store {
         for (lease, reply) in hand_backs.iter().zip(hand_back_replies) {
             let alone = self.write_in_one(&[], std::slice::from_ref(lease));
             let _ = reply.send(unless_down(&mut down, alone).await.map(|_| ()));
+        }
+    }
+
+    /// The replies in one transaction; if it fails, each alone. A reply to a run another
+    /// reply of the group resolved is written after the group, alone, so it sees that one.
+    async fn write_replies(&self, items: &[ReplyItem], answers: Vec<Reply<ReplyOutcome>>) {
+        let refs: Vec<&ReplyItem> = items.iter().collect();
+        let mut answers: Vec<Option<Reply<ReplyOutcome>>> = answers.into_iter().map(Some).collect();
+        match self.reply_in_one(&refs).await {
+            Ok(results) => {
+                let metrics = self.metrics();
+                metrics.group_commits.fetch_add(1, Ordering::Relaxed);
+                metrics
+                    .grouped_writes
+                    .fetch_add(items.len() as u64, Ordering::Relaxed);
+                for (answer, result) in answers.iter_mut().zip(results) {
+                    if let (Some(result), Some(reply)) = (result, answer.take()) {
+                        let _ = reply.send(result);
+                    }
+                }
+            }
+            Err(e) if items.len() == 1 => {
+                if let Some(reply) = answers[0].take() {
+                    let _ = reply.send(Err(e));
+                }
+            }
+            Err(e) => {
+                Metrics::inc(&self.metrics().group_fallbacks);
+                tracing::warn!(error = %e, "a grouped reply failed: writing each alone");
+            }
+        }
+        let mut down = None;
+        for (item, answer) in refs.iter().zip(answers) {
+            let Some(reply) = answer else { continue };
+            let alone = async {
+                let mut results = self.reply_in_one(&[item]).await?;
+                results.pop().flatten().unwrap_or_else(|| Err(abandoned()))
+            };
+            let _ = reply.send(unless_down(&mut down, alone).await);
         }
     }
 

@@ -20,6 +20,7 @@ mod lifecycle_metrics;
 mod lifecycle_work;
 mod providers;
 mod reconcile;
+mod reply_batch;
 mod resource_events;
 mod resource_hooks;
 mod resource_writes;

@@ -7,6 +7,7 @@
 
 use sqlx::AnyConnection;
 
+use super::batch_reads::{bind_ids, params};
 use super::rows::{self, RESOURCE_COLS};
 use super::tx::WriteTx;
 use super::{Store, StoreResult};
@@ -18,7 +19,7 @@ use crate::domain::validate::ValidationError;
 use crate::domain::RunId;
 
 /// `due_at` becomes `$2` unless it is already earlier.
-const DUE_NOW: &str = "CASE WHEN due_at IS NOT NULL AND due_at < $2 THEN due_at ELSE $2 END";
+const DUE_NOW: &str = "CASE WHEN due_at IS NOT NULL AND due_at < $1 THEN due_at ELSE $1 END";
 
 /// The session-log event type for a record entering `state`.
 pub(super) fn lifecycle_event(state: ResourceState) -> &'static str {
@@ -84,15 +85,25 @@ impl Store {
 
     /// The run changed in a way its compute must follow: its record (if any) is due now.
     pub(super) async fn resource_due(&self, tx: &mut WriteTx, run_id: &str) -> StoreResult<()> {
+        self.resources_due(tx, &[run_id]).await
+    }
+
+    /// [`Self::resource_due`] for many runs in one statement.
+    pub(super) async fn resources_due(
+        &self,
+        tx: &mut WriteTx,
+        run_ids: &[&str],
+    ) -> StoreResult<()> {
+        if run_ids.is_empty() {
+            return Ok(());
+        }
         let sql = format!(
             "UPDATE execution_resources SET due_at = {DUE_NOW}, version = version + 1, \
-             updated_at = $2 WHERE run_id = $1"
+             updated_at = $1 WHERE run_id IN ({})",
+            params(2, run_ids.len())
         );
-        let done = sqlx::query(&sql)
-            .bind(run_id)
-            .bind(to_millis(tx.now))
-            .execute(tx.conn())
-            .await?;
+        let query = sqlx::query(&sql).bind(to_millis(tx.now));
+        let done = bind_ids(query, run_ids).execute(tx.conn()).await?;
         if done.rows_affected() > 0 {
             tx.work();
         }
@@ -108,13 +119,13 @@ impl Store {
         run_id: &str,
     ) -> StoreResult<()> {
         let sql = format!(
-            "UPDATE execution_resources SET version = version + 1, updated_at = $2, \
+            "UPDATE execution_resources SET version = version + 1, updated_at = $1, \
              due_at = CASE WHEN state = 'release_blocked' THEN {DUE_NOW} ELSE due_at END \
-             WHERE run_id = $1 AND state IN ('active', 'release_blocked') RETURNING state"
+             WHERE run_id = $2 AND state IN ('active', 'release_blocked') RETURNING state"
         );
         let row = sqlx::query(&sql)
-            .bind(run_id)
             .bind(to_millis(tx.now))
+            .bind(run_id)
             .fetch_optional(tx.conn())
             .await?;
         if let Some(row) = row {

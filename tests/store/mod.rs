@@ -21,6 +21,7 @@ use crate::common::db::{self, TestDb};
 mod admin;
 mod claims;
 mod cycle;
+mod grouped_replies;
 mod jobs;
 mod replicas;
 mod replies;
