@@ -5,7 +5,10 @@ use std::collections::HashMap;
 
 use sqlx::AnyConnection;
 
-use super::rows::{self, RunRecord, JOB_COLS, RESOURCE_COLS, RUN_RECORD_COLS, SUSPENSION_COLS};
+use super::rows::{
+    self, InteractionRecord, RunRecord, INTERACTION_COLS, JOB_COLS, RESOURCE_COLS, RUN_RECORD_COLS,
+    SUSPENSION_COLS,
+};
 use super::{Store, StoreResult};
 use crate::domain::interaction::Suspension;
 use crate::domain::job::Job;
@@ -39,6 +42,24 @@ pub(super) fn bind_ids<'q>(mut query: AnyQuery<'q>, ids: &'q [&'q str]) -> AnyQu
     query
 }
 
+/// The rows `sql` selects with `ids` bound as `$1…`, parsed, by `key`.
+async fn keyed<T>(
+    conn: &mut AnyConnection,
+    sql: &str,
+    ids: &[&str],
+    parse: fn(&sqlx::any::AnyRow) -> StoreResult<T>,
+    key: fn(&T) -> &str,
+) -> StoreResult<HashMap<String, T>> {
+    let found = bind_ids(sqlx::query(sql), ids).fetch_all(conn).await?;
+    found
+        .iter()
+        .map(|row| {
+            let item = parse(row)?;
+            Ok((key(&item).to_owned(), item))
+        })
+        .collect()
+}
+
 impl Store {
     /// The runs (with lease and tenant) among `ids`, in id order; locked if `lock`.
     pub(super) async fn load_runs(
@@ -56,14 +77,25 @@ impl Store {
             params(1, ids.len()),
             if lock { self.lock_run() } else { "" }
         );
-        let found = bind_ids(sqlx::query(&sql), ids).fetch_all(conn).await?;
-        found
-            .iter()
-            .map(|row| {
-                let rec = rows::run_record(row)?;
-                Ok((rec.run.id.as_str().to_owned(), rec))
-            })
-            .collect()
+        keyed(conn, &sql, ids, rows::run_record, |r| r.run.id.as_str()).await
+    }
+
+    /// The interactions among `ids`, in id order; locked if `lock`.
+    pub(super) async fn load_interactions(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[&str],
+        lock: bool,
+    ) -> StoreResult<HashMap<String, InteractionRecord>> {
+        let sql = format!(
+            "SELECT {INTERACTION_COLS} FROM interactions i WHERE i.id IN ({}) ORDER BY i.id{}",
+            params(1, ids.len()),
+            if lock { self.lock_row() } else { "" }
+        );
+        keyed(conn, &sql, ids, rows::interaction_record, |r| {
+            r.interaction.id.as_str()
+        })
+        .await
     }
 
     /// The records of the runs among `ids`; locked if `lock`, in descending id order (the
@@ -83,14 +115,7 @@ impl Store {
             params(1, ids.len()),
             if lock { self.lock_row() } else { "" }
         );
-        let found = bind_ids(sqlx::query(&sql), ids).fetch_all(conn).await?;
-        found
-            .iter()
-            .map(|row| {
-                let record = rows::resource(row)?;
-                Ok((record.run_id.as_str().to_owned(), record))
-            })
-            .collect()
+        keyed(conn, &sql, ids, rows::resource, |r| r.run_id.as_str()).await
     }
 
     /// Every ancestor of each run, nearest first: `(run, ancestor)` pairs.

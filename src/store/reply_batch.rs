@@ -6,11 +6,10 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
-use sqlx::AnyConnection;
 
 use super::batch_reads::{bind_ids, params, value_rows};
 use super::interactions::ReplyOutcome;
-use super::rows::{self, InteractionRecord, RunRecord, INTERACTION_COLS, RUN_RETURNING};
+use super::rows::{self, RunRecord, RUN_RETURNING};
 use super::sessions::sees;
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
@@ -116,27 +115,6 @@ struct Resolving<'a> {
 }
 
 impl Store {
-    async fn find_interactions(
-        &self,
-        conn: &mut AnyConnection,
-        ids: &[&str],
-        lock: bool,
-    ) -> StoreResult<HashMap<String, InteractionRecord>> {
-        let sql = format!(
-            "SELECT {INTERACTION_COLS} FROM interactions i WHERE i.id IN ({}) ORDER BY i.id{}",
-            params(1, ids.len()),
-            if lock { self.lock_row() } else { "" }
-        );
-        let found = bind_ids(sqlx::query(&sql), ids).fetch_all(conn).await?;
-        found
-            .iter()
-            .map(|row| {
-                let rec = rows::interaction_record(row)?;
-                Ok((rec.interaction.id.as_str().to_owned(), rec))
-            })
-            .collect()
-    }
-
     /// The replies in one transaction: each one's answer, in order, or `None` for a reply to
     /// a run another reply of the group resolves (it is written after this group, alone).
     pub(super) async fn reply_in_one(
@@ -154,7 +132,7 @@ impl Store {
         items: &[&ReplyItem],
     ) -> StoreResult<Vec<Option<StoreResult<ReplyOutcome>>>> {
         let ids: Vec<&str> = items.iter().map(|i| i.interaction_id.as_str()).collect();
-        let mut found = self.find_interactions(tx.conn(), &ids, false).await?;
+        let mut found = self.load_interactions(tx.conn(), &ids, false).await?;
         // Lock the runs before the interactions: every writer takes them in that order.
         let mut run_ids: Vec<String> = found
             .values()
@@ -165,7 +143,7 @@ impl Store {
         let run_refs: Vec<&str> = run_ids.iter().map(String::as_str).collect();
         let runs = self.load_runs(tx.conn(), &run_refs, true).await?;
         if !self.lock_row().is_empty() {
-            found = self.find_interactions(tx.conn(), &ids, true).await?;
+            found = self.load_interactions(tx.conn(), &ids, true).await?;
         }
 
         let mut answers: Vec<Option<StoreResult<ReplyOutcome>>> = Vec::new();
