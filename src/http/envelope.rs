@@ -1,5 +1,6 @@
 //! The outer envelope of every request: the request id (kept or generated, echoed, current
-//! while the request runs), problem bodies for framework errors, and the request metrics.
+//! while the request runs), problem bodies for framework errors, the request metrics and the
+//! request's one log line.
 //!
 //! A hand-written future rather than `middleware::from_fn`: a waiting long-poll holds this
 //! state for its whole wait, and the generated `async` state machines of the middleware
@@ -12,23 +13,33 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use axum::extract::Request;
+use axum::extract::{MatchedPath, Request};
 use axum::http::Method;
 use axum::response::Response;
 use tower::{Layer, Service};
 
-use super::layers::{problem_body, route_of};
-use super::request_id;
+use super::layers::{problem_body, UNMATCHED_ROUTE};
+use super::request_id::{self, RequestIds};
 use crate::metrics::Metrics;
 
 #[derive(Clone)]
 pub struct EnvelopeLayer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
     metrics: Arc<Metrics>,
+    ids: RequestIds,
 }
 
 impl EnvelopeLayer {
     pub fn new(metrics: Arc<Metrics>) -> Self {
-        Self { metrics }
+        Self {
+            shared: Arc::new(Shared {
+                metrics,
+                ids: RequestIds::default(),
+            }),
+        }
     }
 }
 
@@ -38,7 +49,7 @@ impl<S> Layer<S> for EnvelopeLayer {
     fn layer(&self, inner: S) -> Envelope<S> {
         Envelope {
             inner,
-            metrics: self.metrics.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
@@ -46,7 +57,7 @@ impl<S> Layer<S> for EnvelopeLayer {
 #[derive(Clone)]
 pub struct Envelope<S> {
     inner: S,
-    metrics: Arc<Metrics>,
+    shared: Arc<Shared>,
 }
 
 type Inner = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
@@ -64,10 +75,10 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut req: Request) -> EnvelopeFuture {
+    fn call(&mut self, req: Request) -> EnvelopeFuture {
         let method = req.method().clone();
-        let route = route_of(&req);
-        let id: Arc<str> = request_id::assign(&mut req).into();
+        let route = req.extensions().get::<MatchedPath>().cloned();
+        let id = self.shared.ids.assign(&req);
         let inner = request_id::sync_scope(id.clone(), || Box::pin(self.inner.call(req)));
         EnvelopeFuture {
             inner,
@@ -75,7 +86,7 @@ where
             method,
             route,
             started: Instant::now(),
-            metrics: self.metrics.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
@@ -84,9 +95,9 @@ pub struct EnvelopeFuture {
     inner: Inner,
     id: Arc<str>,
     method: Method,
-    route: String,
+    route: Option<MatchedPath>,
     started: Instant,
-    metrics: Arc<Metrics>,
+    shared: Arc<Shared>,
 }
 
 impl Future for EnvelopeFuture {
@@ -98,14 +109,29 @@ impl Future for EnvelopeFuture {
         let Ok(res) = std::task::ready!(request_id::sync_scope(this.id.clone(), || inner
             .as_mut()
             .poll(cx)));
-        let mut res = request_id::sync_scope(this.id.clone(), || problem_body(res));
+        let latency = this.started.elapsed();
+        let route = this
+            .route
+            .as_ref()
+            .map_or(UNMATCHED_ROUTE, MatchedPath::as_str);
+        let method = this.method.as_str();
+        let mut res = request_id::sync_scope(this.id.clone(), || {
+            let res = problem_body(res);
+            let status = res.status().as_u16();
+            let latency_ms = latency.as_secs_f64() * 1000.0;
+            if res.status().is_server_error() {
+                tracing::error!(method, route, status, latency_ms, "request failed");
+            } else {
+                tracing::info!(method, route, status, latency_ms, "request finished");
+            }
+            res
+        });
         request_id::echo(&mut res, &this.id);
-        this.metrics.http.observe(
-            this.method.as_str(),
-            &this.route,
-            res.status().as_u16(),
-            this.started.elapsed(),
-        );
+        let status = res.status().as_u16();
+        this.shared
+            .metrics
+            .http
+            .observe(method, route, status, latency);
         Poll::Ready(Ok(res))
     }
 }

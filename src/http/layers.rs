@@ -1,26 +1,14 @@
-//! Cross-cutting layers: tracing spans, panics and non-problem error bodies.
+//! Cross-cutting layers: panics and non-problem error bodies.
 
 use std::any::Any;
 
 use axum::body::Body;
-use axum::extract::MatchedPath;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use tower_http::classify::ServerErrorsFailureClass;
-use tower_http::trace::{MakeSpan, OnFailure, OnResponse};
-use tracing::Span;
 
 use super::error::{ApiError, PROBLEM_JSON};
-use super::request_id::RequestId;
 
 pub const UNMATCHED_ROUTE: &str = "unmatched";
-
-pub(super) fn route_of<B>(req: &axum::http::Request<B>) -> String {
-    req.extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned())
-        .unwrap_or_else(|| UNMATCHED_ROUTE.to_owned())
-}
 
 /// Gives an error response that is not already a problem (405 from the router, a framework
 /// rejection) a problem body with a stable code.
@@ -69,41 +57,4 @@ pub fn panic_response(err: Box<dyn Any + Send + 'static>) -> Response<Body> {
         .unwrap_or("(no message)");
     tracing::error!(panic = message, "request handler panicked");
     ApiError::internal().into_response()
-}
-
-/// The span of one request (method, route, request id: the context of every line logged
-/// while it runs) and its one log line at the end, with status and latency. Fields are
-/// borrowed, never copied, and the span is never updated: each update formats its fields
-/// again.
-#[derive(Debug, Clone, Copy)]
-pub struct RequestSpan;
-
-impl<B> MakeSpan<B> for RequestSpan {
-    fn make_span(&mut self, req: &axum::http::Request<B>) -> Span {
-        let route = req
-            .extensions()
-            .get::<MatchedPath>()
-            .map_or(UNMATCHED_ROUTE, MatchedPath::as_str);
-        let request_id = req
-            .extensions()
-            .get::<RequestId>()
-            .map_or("", |r| r.0.as_str());
-        tracing::info_span!("request", method = req.method().as_str(), route, request_id,)
-    }
-}
-
-impl<B> OnResponse<B> for RequestSpan {
-    fn on_response(self, res: &axum::http::Response<B>, latency: std::time::Duration, _: &Span) {
-        let status = res.status().as_u16();
-        let latency_ms = latency.as_secs_f64() * 1000.0;
-        if res.status().is_server_error() {
-            tracing::error!(status, latency_ms, "request failed");
-        } else {
-            tracing::info!(status, latency_ms, "request finished");
-        }
-    }
-}
-
-impl OnFailure<ServerErrorsFailureClass> for RequestSpan {
-    fn on_failure(&mut self, _: ServerErrorsFailureClass, _: std::time::Duration, _: &Span) {}
 }

@@ -1,25 +1,59 @@
 //! `x-request-id`: kept when the client sent a sane one, generated otherwise, echoed on every
 //! response and available to problem bodies while the request runs.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
 
+use crate::telemetry::context;
+
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-
-/// The id of the request being handled, as an extension for layers that need it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestId(pub String);
-
-tokio::task_local! {
-    static CURRENT: Arc<str>;
-}
 
 /// The id of the request handled by the current task, if any.
 pub fn current() -> Option<String> {
-    CURRENT.try_with(|id| id.to_string()).ok()
+    context::request_id().map(|id| id.to_string())
+}
+
+/// Makes request ids without a system call: a random prefix per process and a counter,
+/// 32 hex digits in all.
+#[derive(Debug)]
+pub struct RequestIds {
+    prefix: u64,
+    next: AtomicU64,
+}
+
+impl Default for RequestIds {
+    fn default() -> Self {
+        Self {
+            prefix: rand::random(),
+            next: AtomicU64::new(0),
+        }
+    }
+}
+
+impl RequestIds {
+    fn make(&self) -> Arc<str> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut digits = [0u8; 32];
+        hex::encode_to_slice(
+            [self.prefix.to_be_bytes(), n.to_be_bytes()].concat(),
+            &mut digits,
+        )
+        .expect("32 digits hold 16 bytes");
+        Arc::from(std::str::from_utf8(&digits).expect("hex digits are ASCII"))
+    }
+
+    /// The request's id: the client's when it sent a sane one, else a new one.
+    pub fn assign(&self, req: &Request) -> Arc<str> {
+        req.headers()
+            .get(&REQUEST_ID)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| is_sane(v))
+            .map_or_else(|| self.make(), Arc::from)
+    }
 }
 
 fn is_sane(id: &str) -> bool {
@@ -29,25 +63,9 @@ fn is_sane(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
 }
 
-/// Picks the request's id (the client's when sane) and records it on the request.
-pub fn assign(req: &mut Request) -> String {
-    let id = req
-        .headers()
-        .get(&REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| is_sane(v))
-        .map(str::to_owned)
-        .unwrap_or_else(|| uuid::Uuid::now_v7().simple().to_string());
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        req.headers_mut().insert(REQUEST_ID, value);
-    }
-    req.extensions_mut().insert(RequestId(id.clone()));
-    id
-}
-
 /// Runs `f` with `id` as the current request id.
 pub fn sync_scope<R>(id: Arc<str>, f: impl FnOnce() -> R) -> R {
-    CURRENT.sync_scope(id, f)
+    context::with_request_id(id, f)
 }
 
 pub fn echo(res: &mut Response, id: &str) {
@@ -67,5 +85,15 @@ mod tests {
         assert!(!is_sane("has space"));
         assert!(!is_sane("<script>"));
         assert!(!is_sane(&"a".repeat(129)));
+    }
+
+    #[test]
+    fn made_ids_are_distinct_sane_and_share_the_process_prefix() {
+        let ids = RequestIds::default();
+        let req = Request::new(axum::body::Body::empty());
+        let (a, b) = (ids.assign(&req), ids.assign(&req));
+        assert_ne!(a, b);
+        assert!(is_sane(&a) && a.len() == 32, "{a}");
+        assert_eq!(a[..16], b[..16]);
     }
 }

@@ -1,14 +1,26 @@
 //! Logging: `tracing`, human-readable or JSON lines, filtered by `RUST_LOG`.
 //!
+//! A request has no span of its own: every line logged while it is handled carries its id
+//! (`request_id`, from [`context`]), and its one `request finished` line carries method,
+//! route, status and latency.
+//!
 //! A request never writes to stderr itself: it hands its formatted line to a bounded queue
 //! that one background thread drains into a buffered stderr. When the queue is full the line
 //! is dropped and counted (`sagents_log_lines_dropped_total`), so a slow log sink can lose
 //! lines but can never slow a request down.
 
+pub mod context;
+pub mod json;
+
+use std::fmt;
 use std::io::{self, BufWriter, Write};
 use std::time::Duration;
 
+use tracing::{Event, Subscriber};
 use tracing_appender::non_blocking::{ErrorCounter, NonBlocking, NonBlockingBuilder, WorkerGuard};
+use tracing_subscriber::fmt::format::{Format, Full, Writer};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
@@ -83,19 +95,44 @@ pub fn init(format: LogFormat) -> LogGuard {
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(writer);
+        .with_writer(writer)
+        .with_ansi(false);
     let _ = match format {
-        LogFormat::Pretty => builder.try_init(),
+        LogFormat::Pretty => builder
+            .event_format(PrettyLine(Format::default().with_ansi(false)))
+            .try_init(),
         LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(false)
+            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+            .event_format(json::JsonLine)
             .try_init(),
     };
     LogGuard {
         _worker: worker,
         dropped,
+    }
+}
+
+/// The default human-readable line, followed by ` request_id=…` while a request is handled.
+struct PrettyLine(Format<Full>);
+
+impl<S, N> FormatEvent<S, N> for PrettyLine
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let Some(id) = context::request_id() else {
+            return self.0.format_event(ctx, writer, event);
+        };
+        let mut line = String::with_capacity(256);
+        self.0.format_event(ctx, Writer::new(&mut line), event)?;
+        let line = line.trim_end_matches('\n');
+        writeln!(writer, "{line} request_id={id}")
     }
 }
 
