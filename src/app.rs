@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::config::SealError;
 use crate::domain::validate;
-use crate::http::state::AppState;
+use crate::http::state::{AppState, Shared};
 use crate::lifecycle::attention::AttentionPolicy;
 use crate::lifecycle::clients::ProviderClients;
 use crate::lifecycle::coordinator::Coordinator;
@@ -92,7 +92,7 @@ impl Application {
             source,
         })?;
         let (trigger, shutdown) = shutdown::channel();
-        let state = AppState {
+        let state = AppState::new(Shared {
             providers: Arc::new(ProviderClients::new(store.clone())),
             store,
             config: Arc::new(config),
@@ -102,7 +102,7 @@ impl Application {
             shutdown,
             tokens: Arc::new(TokenCache::default()),
             grants: Arc::new(grants),
-        };
+        });
         Ok(Self {
             listener,
             local_addr,

@@ -4,13 +4,17 @@
 //! and body bytes. The stored body is prefixed with the response's content type and a
 //! newline, so a replay is byte-for-byte the first answer.
 
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::future::{BoxFuture, Either};
 use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
+use tower::{Layer, Service, ServiceExt};
 
 use super::auth;
 use super::error::ApiError;
@@ -42,17 +46,71 @@ impl ReplayWith {
     }
 }
 
-pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if req.method() != Method::POST || !req.headers().contains_key(&IDEMPOTENCY_KEY) {
-        return next.run(req).await;
-    }
-    // Boxed so that requests without a key do not carry this path's state.
-    match Box::pin(handle(state, req, next)).await {
-        Ok(res) | Err(res) => res,
+/// Wraps every route: a POST with an `Idempotency-Key` runs through [`handle`]; any other
+/// request goes straight to the route, with no state of this layer's.
+#[derive(Clone)]
+pub struct IdempotencyLayer {
+    state: AppState,
+}
+
+impl IdempotencyLayer {
+    pub fn new(state: AppState) -> Self {
+        Self { state }
     }
 }
 
-async fn handle(state: AppState, req: Request, next: Next) -> Result<Response, Response> {
+impl<S> Layer<S> for IdempotencyLayer {
+    type Service = Idempotency<S>;
+
+    fn layer(&self, inner: S) -> Idempotency<S> {
+        Idempotency {
+            inner,
+            state: self.state.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Idempotency<S> {
+    inner: S,
+    state: AppState,
+}
+
+type Keyed = BoxFuture<'static, Result<Response, Infallible>>;
+
+impl<S> Service<Request> for Idempotency<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<S::Future, Keyed>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        if req.method() != Method::POST || !req.headers().contains_key(&IDEMPOTENCY_KEY) {
+            return Either::Left(self.inner.call(req));
+        }
+        // The clone is the one that was not made ready: the ready one runs this request.
+        let clone = self.inner.clone();
+        let ready = std::mem::replace(&mut self.inner, clone);
+        let state = self.state.clone();
+        Either::Right(Box::pin(async move {
+            match handle(state, req, ready).await {
+                Ok(res) | Err(res) => Ok(res),
+            }
+        }))
+    }
+}
+
+async fn handle<S>(state: AppState, req: Request, route: S) -> Result<Response, Response>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
     let principal = auth::authenticate(req.headers(), &state)
         .await
         .map_err(IntoResponse::into_response)?;
@@ -101,8 +159,8 @@ async fn handle(state: AppState, req: Request, next: Next) -> Result<Response, R
     };
     // The key is in flight only as long as the request may run: past that it is given up.
     let deadline = state.config.request_deadline();
-    let run = next.run(Request::from_parts(parts, Body::from(bytes)));
-    let Ok(res) = tokio::time::timeout(deadline, run).await else {
+    let run = route.oneshot(Request::from_parts(parts, Body::from(bytes)));
+    let Ok(Ok(res)) = tokio::time::timeout(deadline, run).await else {
         pending.abort().await;
         tracing::error!(
             ?deadline,

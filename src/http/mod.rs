@@ -30,16 +30,13 @@ pub mod strict;
 pub mod ui;
 
 use axum::extract::DefaultBodyLimit;
-use axum::middleware::from_fn_with_state;
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::http::state::AppState;
-use layers::RequestSpan;
 use openapi::ApiDoc;
 
 /// Every documented route, without state or layers.
@@ -81,14 +78,8 @@ pub fn router(state: AppState) -> Router {
         .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi_document_for(&state.config)))
         .merge(ui::router())
         .fallback(layers::fallback)
-        .layer(from_fn_with_state(state.clone(), idempotency::layer))
+        .layer(idempotency::IdempotencyLayer::new(state.clone()))
         .layer(CatchPanicLayer::custom(layers::panic_response))
-        .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(RequestSpan)
-                .on_response(RequestSpan)
-                .on_failure(RequestSpan),
-        )
         .layer(envelope::EnvelopeLayer::new(state.metrics.clone()))
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)

@@ -135,8 +135,7 @@ async fn connection(
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(idle_timeout)
-        .serve_connection(TokioIo::new(stream), service)
-        .with_upgrades();
+        .serve_connection(TokioIo::new(stream), service);
     let mut conn = pin!(conn);
     let served = tokio::select! {
         served = conn.as_mut() => served,

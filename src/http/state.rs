@@ -12,9 +12,26 @@ use crate::service::shutdown::Shutdown;
 use crate::service::token_cache::TokenCache;
 use crate::store::Store;
 
-/// What every handler can reach. Cheap to clone.
+/// What every handler can reach. One reference count to clone: a request clones it
+/// several times on its way through the router.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+pub struct Shared {
     pub store: Store,
     pub config: Arc<Config>,
     pub hub: Arc<ChangeHub>,

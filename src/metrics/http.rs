@@ -15,7 +15,8 @@ pub const LATENCY_BUCKETS: [f64; 12] = [
 
 #[derive(Debug, Default)]
 pub struct HttpMetrics {
-    routes: Mutex<BTreeMap<(String, String), RouteStats>>,
+    /// By method label, then route.
+    routes: Mutex<BTreeMap<&'static str, BTreeMap<String, RouteStats>>>,
     /// Connections being served now.
     pub connections_open: AtomicI64,
     /// Times a connection waited because `SAGENTS_MAX_CONNECTIONS` were open.
@@ -46,9 +47,14 @@ impl HttpMetrics {
     pub fn observe(&self, method: &str, route: &str, status: u16, latency: Duration) {
         let secs = latency.as_secs_f64();
         let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
-        let stats = routes
-            .entry((method_label(method).to_owned(), route.to_owned()))
-            .or_default();
+        let by_route = routes.entry(method_label(method)).or_default();
+        // A route seen before costs no allocation.
+        if !by_route.contains_key(route) {
+            by_route.insert(route.to_owned(), RouteStats::default());
+        }
+        let Some(stats) = by_route.get_mut(route) else {
+            return;
+        };
         *stats.by_status.entry(status).or_default() += 1;
         for (bucket, bound) in stats.buckets.iter_mut().zip(LATENCY_BUCKETS) {
             if secs <= bound {
@@ -62,7 +68,8 @@ impl HttpMetrics {
     pub fn requests(&self, method: &str, route: &str, status: u16) -> u64 {
         let routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
         routes
-            .get(&(method_label(method).to_owned(), route.to_owned()))
+            .get(method_label(method))
+            .and_then(|r| r.get(route))
             .and_then(|s| s.by_status.get(&status).copied())
             .unwrap_or(0)
     }
@@ -85,7 +92,12 @@ impl HttpMetrics {
             "# HELP sagents_http_requests_total HTTP requests by method, route and status.\n\
              # TYPE sagents_http_requests_total counter"
         );
-        for ((method, route), stats) in routes.iter() {
+        let each = || {
+            routes
+                .iter()
+                .flat_map(|(method, r)| r.iter().map(move |(route, stats)| (*method, route, stats)))
+        };
+        for (method, route, stats) in each() {
             for (status, n) in &stats.by_status {
                 let _ = writeln!(
                     out,
@@ -100,7 +112,7 @@ impl HttpMetrics {
             out,
             "# HELP {name} HTTP request latency by method and route.\n# TYPE {name} histogram"
         );
-        for ((method, route), stats) in routes.iter() {
+        for (method, route, stats) in each() {
             let labels = format!("method=\"{}\",route=\"{}\"", escape(method), escape(route));
             for (n, bound) in stats.buckets.iter().zip(LATENCY_BUCKETS) {
                 let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {n}");
