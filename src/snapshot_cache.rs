@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+
 use crate::domain::snapshot::Snapshot;
 
 const MAX_ENTRIES: usize = 100_000;
@@ -29,20 +31,38 @@ struct Entries {
     epoch: u64,
 }
 
+/// A snapshot and its JSON body, encoded once per revision read: a `200` sends these bytes.
+#[derive(Debug, PartialEq)]
+pub struct Encoded {
+    pub snapshot: Snapshot,
+    pub json: Bytes,
+}
+
+impl Encoded {
+    pub fn new(snapshot: Snapshot) -> serde_json::Result<Self> {
+        let json = serde_json::to_vec(&snapshot)?.into();
+        Ok(Self { snapshot, json })
+    }
+
+    pub fn revision(&self) -> i64 {
+        self.snapshot.session.revision
+    }
+}
+
 #[derive(Debug)]
 struct Entry {
     /// Unknown until a database read confirms the entry.
     tenant: Option<String>,
     revision: i64,
     confirmed: Instant,
-    snapshot: Option<Arc<Snapshot>>,
+    snapshot: Option<Arc<Encoded>>,
 }
 
 /// A cached view, valid for the caller only if its tenant matches.
 pub struct Known {
     pub tenant: String,
     pub revision: i64,
-    pub snapshot: Option<Arc<Snapshot>>,
+    pub snapshot: Option<Arc<Encoded>>,
 }
 
 impl Default for SnapshotCache {
@@ -100,13 +120,16 @@ impl SnapshotCache {
         session_id: &str,
         tenant: &str,
         revision: i64,
-        snapshot: Option<Arc<Snapshot>>,
+        snapshot: Option<Arc<Encoded>>,
     ) {
         if self.trust_ms.load(Ordering::Relaxed) == NEVER {
             return;
         }
         let mut entries = self.lock();
         if entries.epoch != epoch {
+            return;
+        }
+        if entries.map.len() >= MAX_ENTRIES && !entries.map.contains_key(session_id) {
             return;
         }
         let e = entries
@@ -126,7 +149,7 @@ impl SnapshotCache {
             if snapshot.is_some()
                 || e.snapshot
                     .as_ref()
-                    .is_some_and(|s| s.session.revision != revision)
+                    .is_some_and(|s| s.revision() != revision)
             {
                 e.snapshot = snapshot;
             }
@@ -195,6 +218,18 @@ mod tests {
             c.get("s").is_none(),
             "a read from before a clear is not recorded"
         );
+    }
+
+    #[test]
+    fn reads_never_grow_the_map_past_its_bound() {
+        let c = SnapshotCache::default();
+        c.set_trust(None);
+        for n in 0..MAX_ENTRIES + 10 {
+            c.confirm(c.epoch(), &format!("s{n}"), "t", 1, None);
+        }
+        assert_eq!(c.lock().map.len(), MAX_ENTRIES);
+        assert!(c.get("s0").is_some());
+        assert!(c.get(&format!("s{}", MAX_ENTRIES + 1)).is_none());
     }
 
     #[test]

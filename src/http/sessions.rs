@@ -163,15 +163,21 @@ async fn get_snapshot(
         },
     )
     .await?;
-    let (status, revision, body) = match outcome {
-        SnapshotOutcome::NotModified { revision } => (StatusCode::NOT_MODIFIED, revision, None),
-        SnapshotOutcome::Current(snapshot) => {
-            (StatusCode::OK, snapshot.session.revision, Some(snapshot))
+    let (mut res, revision) = match outcome {
+        SnapshotOutcome::NotModified { revision } => {
+            (StatusCode::NOT_MODIFIED.into_response(), revision)
         }
-    };
-    let mut res = match body {
-        Some(snapshot) => Json(snapshot).into_response(),
-        None => status.into_response(),
+        SnapshotOutcome::Current(encoded) => {
+            let res = (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                encoded.json.clone(),
+            )
+                .into_response();
+            (res, encoded.revision())
+        }
     };
     let h = res.headers_mut();
     if let Ok(etag) = HeaderValue::from_str(&etag_for(revision)) {

@@ -1,23 +1,24 @@
 //! Snapshot reads, conditional and long-polled.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::shutdown::Shutdown;
-use crate::domain::snapshot::{if_none_match_matches, Snapshot};
+use crate::domain::snapshot::if_none_match_matches;
 use crate::domain::SessionId;
 use crate::metrics::Metrics;
+use crate::snapshot_cache::Encoded;
 use crate::store::{Store, StoreResult};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum SnapshotOutcome {
     /// The caller's ETag is current: `304` with this revision.
-    NotModified {
-        revision: i64,
-    },
-    Current(Snapshot),
+    NotModified { revision: i64 },
+    /// The snapshot and its JSON body.
+    Current(Arc<Encoded>),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -40,7 +41,7 @@ pub async fn read_snapshot(
 ) -> StoreResult<SnapshotOutcome> {
     let Some(inm) = q.if_none_match else {
         return Ok(SnapshotOutcome::Current(
-            Box::pin(store.snapshot(q.tenant, q.session_id)).await?,
+            Box::pin(store.encoded_snapshot(q.tenant, q.session_id)).await?,
         ));
     };
     // Subscribe before reading, so a change between the read and the wait is not missed.
@@ -68,7 +69,7 @@ pub async fn read_snapshot(
     if if_none_match_matches(inm, revision) {
         Ok(SnapshotOutcome::NotModified { revision })
     } else {
-        let snapshot = Box::pin(store.snapshot(q.tenant, q.session_id)).await?;
+        let snapshot = Box::pin(store.encoded_snapshot(q.tenant, q.session_id)).await?;
         Ok(SnapshotOutcome::Current(snapshot))
     }
 }

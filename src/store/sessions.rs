@@ -11,6 +11,7 @@ use crate::domain::session::Session;
 use crate::domain::snapshot::Snapshot;
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::SessionId;
+use crate::snapshot_cache::Encoded;
 
 const MAX_PAGE: u32 = 1000;
 
@@ -158,16 +159,22 @@ impl Store {
     /// The snapshot, read in one consistent read transaction. Runs are ordered by
     /// creation, pending interactions by request time then id.
     pub async fn snapshot(&self, tenant: Option<&str>, id: &SessionId) -> StoreResult<Snapshot> {
+        Ok(self.encoded_snapshot(tenant, id).await?.snapshot.clone())
+    }
+
+    /// The snapshot with its JSON body, from the cache while its revision is current.
+    pub async fn encoded_snapshot(
+        &self,
+        tenant: Option<&str>,
+        id: &SessionId,
+    ) -> StoreResult<Arc<Encoded>> {
         let cache = &self.inner.hub.cache;
         if let Some(known) = cache.get(id.as_str()) {
             if !sees(tenant, &known.tenant) {
                 return Err(StoreError::NotFound("session"));
             }
-            if let Some(snapshot) = known
-                .snapshot
-                .filter(|s| s.session.revision == known.revision)
-            {
-                return Ok(Snapshot::clone(&snapshot));
+            if let Some(snapshot) = known.snapshot.filter(|s| s.revision() == known.revision) {
+                return Ok(snapshot);
             }
         }
         let epoch = cache.epoch();
@@ -202,13 +209,17 @@ impl Store {
             runs,
             pending_interactions,
         };
+        let encoded = Arc::new(
+            Encoded::new(snapshot)
+                .map_err(|e| StoreError::Database(sqlx::Error::Encode(e.into())))?,
+        );
         cache.confirm(
             epoch,
             id.as_str(),
             &owner,
-            snapshot.session.revision,
-            Some(Arc::new(snapshot.clone())),
+            encoded.revision(),
+            Some(encoded.clone()),
         );
-        Ok(snapshot)
+        Ok(encoded)
     }
 }
