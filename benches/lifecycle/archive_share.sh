@@ -16,12 +16,17 @@ mkdir -p "$out"
 tracefs=/sys/kernel/tracing
 [ -e "$tracefs/uprobe_events" ] || mount -t tracefs nodev "$tracefs"
 
-sym=$(nm "$bin" | awk '/ T _ZN22sagents_local_provider7archive4pack17h/ {print $1; exit}')
+sym=$(nm "$bin" | awk '!found && / T _ZN22sagents_local_provider7archive4pack17h/ {print $1; found = 1}')
 [ -n "$sym" ] || { echo "no archive::pack symbol in $bin" >&2; exit 1; }
 # The uprobe takes a file offset: the symbol's address less its segment's (vaddr - offset).
-offset=$(readelf -lW "$bin" | awk -v a=$((16#$sym)) '$1 == "LOAD" {
-    off = strtonum($2); va = strtonum($3); sz = strtonum($5);
-    if (a >= va && a < va + sz) { printf "0x%x\n", a - va + off; exit } }')
+addr=$((16#$sym))
+offset=
+while read -r kind off va _ _ memsz _; do
+    if [ "$kind" = LOAD ] && [ -z "$offset" ] && ((addr >= va && addr < va + memsz)); then
+        offset=$(printf '0x%x' $((addr - va + off)))
+    fi
+done < <(readelf -lW "$bin")
+[ -n "$offset" ] || { echo "no segment holds archive::pack" >&2; exit 1; }
 group=lbench_pack_$$
 echo "p:$group/enter $bin:$offset" >> "$tracefs/uprobe_events"
 echo "r:$group/leave $bin:$offset" >> "$tracefs/uprobe_events"
