@@ -77,9 +77,10 @@ async fn noop_phase(db: &Db, k: &Knobs, f: &mut Figures) {
     f.provision_rate = total as f64 / took.as_secs_f64();
     let (batches, latency_runs) = claimed.split_at(k.reps * k.n);
     for batch in batches.chunks(k.n) {
-        let rate = drive::throughput(db, &coordinator, batch, Some(&server.noop)).await;
-        eprintln!("  no-op throughput: {rate:.0} releases/s");
+        let (rate, groups) = drive::throughput(db, &coordinator, batch, Some(&server.noop)).await;
+        eprintln!("  no-op throughput: {rate:.0} releases/s ({groups:?})");
         f.noop.push(rate);
+        f.noop_groups.push(groups);
     }
     f.noop_latency =
         drive::noop_latency(db, &coordinator, &server.noop, latency_runs, k.rate).await;
@@ -121,7 +122,7 @@ async fn local_phase(db: &Db, k: &Knobs, f: &mut Figures) {
     let (claimed, _) = drive::prepare(db, &coordinator, local_provider::PROVIDER_ID, total).await;
     let (batches, latency_runs) = claimed.split_at(k.reps * k.local_n);
     for batch in batches.chunks(k.local_n) {
-        let rate = drive::throughput(db, &coordinator, batch, None).await;
+        let (rate, _) = drive::throughput(db, &coordinator, batch, None).await;
         eprintln!("  local throughput: {rate:.1} releases/s");
         f.local.push(rate);
     }
@@ -196,6 +197,7 @@ fn main() {
         }
         out
     });
-    report::print(&knobs, &figures, start.elapsed());
+    let dropped = logs.dropped_lines().dropped_lines();
+    report::print(&knobs, &figures, start.elapsed(), dropped);
     logs.flush();
 }

@@ -2,6 +2,7 @@
 //! provisioned by the pool, claimed by a runtime, suspended; then timed from suspend to
 //! release.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -176,14 +177,45 @@ pub async fn suspend(store: &Store, c: &Claimed, sequence: i64) {
         .expect("suspend a run");
 }
 
+/// What the store's group commit did during a throughput repetition.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Groups {
+    /// Transactions of grouped writes (record saves and lease hand-backs).
+    pub commits: u64,
+    /// Writes they carried.
+    pub writes: u64,
+    /// Runs leased by lifecycle claims.
+    pub claimed: u64,
+}
+
+impl Groups {
+    fn now(store: &Store) -> Self {
+        let m = store.metrics();
+        Groups {
+            commits: m.group_commits.load(Ordering::Relaxed),
+            writes: m.grouped_writes.load(Ordering::Relaxed),
+            claimed: m.lease_claims.load(Ordering::Relaxed),
+        }
+    }
+
+    fn since(self, before: Groups) -> Self {
+        Groups {
+            commits: self.commits - before.commits,
+            writes: self.writes - before.writes,
+            claimed: self.claimed - before.claimed,
+        }
+    }
+}
+
 /// Suspends every run in `batch` while no worker runs, so all their records are due; then
-/// starts the pool and times it until all of them are `released`. Returns releases/s.
+/// starts the pool and times it until all of them are `released`. Returns releases/s and
+/// what the group commit did meanwhile.
 pub async fn throughput(
     db: &Db,
     coordinator: &Arc<Coordinator>,
     batch: &[Claimed],
     noop: Option<&Noop>,
-) -> f64 {
+) -> (f64, Groups) {
     let released = db.count_state("released").await;
     let arrivals = noop.map(|n| n.arrivals());
     stream::iter(batch)
@@ -191,6 +223,7 @@ pub async fn throughput(
         .buffer_unordered(SETUP_CONCURRENCY)
         .count()
         .await;
+    let groups = Groups::now(&db.store);
     let start = Instant::now();
     let pool = Running::start(coordinator, &db.store);
     // With the no-op provider, wait on its notifications and poll only for the last commits.
@@ -205,8 +238,9 @@ pub async fn throughput(
     let done = db
         .until_count("released", released + batch.len() as i64, every, PATIENCE)
         .await;
+    let groups = Groups::now(&db.store).since(groups);
     pool.stop().await;
-    batch.len() as f64 / (done - start).as_secs_f64()
+    (batch.len() as f64 / (done - start).as_secs_f64(), groups)
 }
 
 /// A signed interval in milliseconds: `later − earlier`.

@@ -27,6 +27,7 @@ pub struct Latency {
     pub p95: f64,
     pub p99: f64,
     pub max: f64,
+    pub mean: f64,
     /// Suspends per second actually achieved.
     pub rate: f64,
 }
@@ -34,7 +35,9 @@ pub struct Latency {
 impl Latency {
     pub fn of(mut samples: Vec<f64>, rate: f64) -> Self {
         samples.sort_by(f64::total_cmp);
+        let mean = samples.iter().sum::<f64>() / samples.len().max(1) as f64;
         Latency {
+            mean,
             n: samples.len(),
             p50: percentile(&samples, 50.0),
             p95: percentile(&samples, 95.0),

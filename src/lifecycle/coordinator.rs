@@ -77,6 +77,8 @@ struct Work {
     suspension: Option<Suspension>,
     trace_id: String,
     step: usize,
+    /// The lease went back with the last save.
+    handed_back: bool,
 }
 
 impl Work {
@@ -184,10 +186,13 @@ impl Coordinator {
             suspension,
             trace_id: uuid::Uuid::now_v7().simple().to_string(),
             step: 0,
+            handed_back: false,
         };
         let result = self.steps(&mut w).await;
-        if let Err(e) = self.store.release_lease(&w.run.id, &lease).await {
-            tracing::warn!(run_id = %w.run.id, error = %e, "could not hand the lease back");
+        if !w.handed_back {
+            if let Err(e) = self.store.release_lease(&w.run.id, &lease).await {
+                tracing::warn!(run_id = %w.run.id, error = %e, "could not hand the lease back");
+            }
         }
         match result {
             Err(CoordinatorError::Store(StoreError::LeaseLost)) => Ok(Processed::Superseded),
@@ -229,7 +234,8 @@ impl Coordinator {
         match action {
             Action::Idle => {
                 if w.record.due_at.is_some() {
-                    self.save(w, w.record.clone(), RunEffect::None).await?;
+                    self.save(w, w.record.clone(), RunEffect::None, Last::Yes)
+                        .await?;
                 }
                 Ok(Step::Stop(Processed::Settled))
             }
@@ -276,7 +282,8 @@ impl Coordinator {
     /// Waits for a retry that is not due yet: the record becomes due when it is.
     async fn defer(&self, w: &mut Work) -> Result<Step, CoordinatorError> {
         if w.record.due_at != w.record.next_retry_at {
-            self.save(w, w.record.clone(), RunEffect::None).await?;
+            self.save(w, w.record.clone(), RunEffect::None, Last::Yes)
+                .await?;
         }
         Ok(Step::Stop(Processed::Settled))
     }
@@ -304,7 +311,7 @@ impl Coordinator {
                 w.suspension(),
                 now,
             )?;
-            self.save(w, intent, RunEffect::None).await?;
+            self.save(w, intent, RunEffect::None, Last::No).await?;
         } else if waiting_for_retry(&w.record, now) && w.run.state != RunState::Resuming {
             // A resuming run's release whose outcome is unknown is retried at once: the human
             // who answered does not wait out the backoff.
@@ -386,7 +393,7 @@ impl Coordinator {
         if kind != BindKind::Attach {
             let intent = outcome::begin_bind(w.record.clone(), kind)?;
             if intent != w.record {
-                self.save(w, intent, RunEffect::None).await?;
+                self.save(w, intent, RunEffect::None, Last::No).await?;
             }
         }
         let result = match self.client(&w.record.provider_id).await {
@@ -429,7 +436,7 @@ impl Coordinator {
         let Next { record, effect } = next;
         let fails = matches!(effect, RunEffect::Fail { .. }) && !w.run.state.is_terminal();
         let now = self.now();
-        self.save(w, record, effect).await?;
+        self.save(w, record, effect, Last::Unless(now)).await?;
         if fails {
             w.run.state = RunState::Failed;
             return Ok(Step::Stop(Processed::RunFailed));
@@ -441,19 +448,35 @@ impl Coordinator {
     }
 
     /// Every record write goes through here, and asks the plan when the record is due next.
+    /// The last write of this work, one with no run effect, hands the lease back with it.
     async fn save(
         &self,
         w: &mut Work,
         mut record: ExecutionResourceRecord,
         effect: RunEffect,
+        last: Last,
     ) -> Result<(), CoordinatorError> {
         let fails = matches!(effect, RunEffect::Fail { .. }) && !w.run.state.is_terminal();
         let run_state = if fails { RunState::Failed } else { w.run.state };
         record.due_at = plan::due_at(&record, &w.plan(&record, run_state), self.now());
-        let saved = self
-            .store
-            .save_resource(&w.run.id, w.token, &record, effect)
-            .await?;
+        let last = effect == RunEffect::None
+            && match last {
+                Last::Yes => true,
+                Last::No => false,
+                Last::Unless(now) => record.due_at.is_none_or(|t| t > now),
+            };
+        let saved = if last {
+            let saved = self
+                .store
+                .save_resource_and_release_lease(&w.run.id, w.token, &record)
+                .await?;
+            w.handed_back = true;
+            saved
+        } else {
+            self.store
+                .save_resource(&w.run.id, w.token, &record, effect)
+                .await?
+        };
         if saved.state != w.record.state {
             tracing::info!(from = %w.record.state, to = %saved.state, "execution resource moved");
         }
@@ -477,7 +500,16 @@ impl Coordinator {
             message: e.to_string(),
             retryable: true,
         });
-        self.save(w, record, RunEffect::None).await?;
+        self.save(w, record, RunEffect::None, Last::Yes).await?;
         Ok(Step::Stop(Processed::Settled))
     }
+}
+
+/// Whether a save is the last write of the work on a run.
+#[derive(Debug, Clone, Copy)]
+enum Last {
+    Yes,
+    No,
+    /// Unless the record is due again by `now` (then the work goes on).
+    Unless(DateTime<Utc>),
 }

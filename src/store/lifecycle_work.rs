@@ -89,6 +89,27 @@ impl Store {
             fencing_token,
             record: record.clone(),
             effect,
+            hand_back: false,
+        })
+        .await
+    }
+
+    /// `save_resource` of the holder's last write, with no run effect: when the save lands,
+    /// the lease is handed back in the same transaction, as `release_lease` would (the record
+    /// keeps the `due_at` just written). When it fails, the lease is still held.
+    pub async fn save_resource_and_release_lease(
+        &self,
+        run_id: &RunId,
+        fencing_token: i64,
+        record: &ExecutionResourceRecord,
+    ) -> StoreResult<ExecutionResourceRecord> {
+        check_record(run_id, record)?;
+        self.save_grouped(SaveItem {
+            run_id: run_id.clone(),
+            fencing_token,
+            record: record.clone(),
+            effect: RunEffect::None,
+            hand_back: true,
         })
         .await
     }
@@ -101,6 +122,7 @@ impl Store {
             run_id: run_id.clone(),
             fencing_token: lease.fencing_token,
             deferred_until: lease.expires_at,
+            saved: false,
         })
         .await
     }

@@ -27,6 +27,8 @@ pub(super) struct SaveItem {
     pub fencing_token: i64,
     pub record: ExecutionResourceRecord,
     pub effect: RunEffect,
+    /// The holder's last write: if it lands, the lease is handed back in the same transaction.
+    pub hand_back: bool,
 }
 
 /// A lifecycle lease to hand back, and the `due_at` its claim deferred the record to.
@@ -35,6 +37,8 @@ pub(super) struct HandBack {
     pub run_id: RunId,
     pub fencing_token: i64,
     pub deferred_until: DateTime<Utc>,
+    /// Handed back with a save of the record: the claim's deferral is no longer there to undo.
+    pub saved: bool,
 }
 
 /// Parameters per row of the batched record update (`$1` is the shared `now`).
@@ -47,8 +51,9 @@ fn flag(value: bool) -> i64 {
 impl Store {
     /// Writes each item under its own fence and version check, in item order; an item that
     /// fails its check gets its own error (`LeaseLost`, `Conflict`, `NotFound`) and writes
-    /// nothing. `runs` holds every item's run, already locked. The outer error is a database
-    /// failure: the transaction must be abandoned.
+    /// nothing. `runs` holds every item's run, already locked. An item saved with `hand_back`
+    /// hands its lease back too. The outer error is a database failure: the transaction must be
+    /// abandoned.
     pub(super) async fn save_batch_in(
         &self,
         tx: &mut WriteTx,
@@ -156,6 +161,20 @@ impl Store {
                 .await?
                 .ok_or(StoreError::NotFound("execution_resource"));
         }
+        let leaving: Vec<HandBack> = items
+            .iter()
+            .zip(&results)
+            .filter(|(item, result)| {
+                item.hand_back && item.effect == RunEffect::None && result.is_ok()
+            })
+            .map(|(item, _)| HandBack {
+                run_id: item.run_id.clone(),
+                fencing_token: item.fencing_token,
+                deferred_until: tx.now,
+                saved: true,
+            })
+            .collect();
+        self.hand_back_in(tx, &leaving).await?;
         Ok(results)
     }
 
@@ -292,8 +311,11 @@ impl Store {
         tx.work();
         let deferred: Vec<&HandBack> = leases
             .iter()
-            .filter(|l| handed.iter().any(|id| id == l.run_id.as_str()))
+            .filter(|l| !l.saved && handed.iter().any(|id| id == l.run_id.as_str()))
             .collect();
+        if deferred.is_empty() {
+            return Ok(());
+        }
         let sql = format!(
             "UPDATE execution_resources SET due_at = $1 FROM (VALUES {}) AS v \
              WHERE execution_resources.run_id = v.column1 \

@@ -30,8 +30,9 @@ impl Coordinator {
         record.due_at = Some(self.now());
         let saved = self
             .store
-            .save_resource(&w.run.id, w.token, &record, RunEffect::None)
+            .save_resource_and_release_lease(&w.run.id, w.token, &record)
             .await?;
+        w.handed_back = true;
         tracing::info!(from = %w.record.state, to = %saved.state, "answer kept over a wake-up");
         w.record = saved;
         Ok(Step::Stop(Processed::Rebased))

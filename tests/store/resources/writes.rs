@@ -24,6 +24,7 @@ on_both_backends!(
     a_fail_effect_fails_the_run_visibly,
     a_released_child_wakes_its_blocked_ancestors,
     compute_changes_never_touch_the_snapshot,
+    a_last_save_hands_the_lease_back_only_when_it_lands,
 );
 
 fn provider_error(code: &str, retryable: bool) -> ProviderError {
@@ -33,6 +34,53 @@ fn provider_error(code: &str, retryable: bool) -> ProviderError {
         message: format!("{code} happened"),
         retryable,
     }
+}
+
+async fn a_last_save_hands_the_lease_back_only_when_it_lands(backend: Backend) {
+    let f = fx(backend).await;
+    register(&f).await;
+    let s = f.session("acme").await;
+    let run = sandbox_run(&f, &s, None).await;
+    let work = work_for(&f, &run.id).await;
+    let (lease_id, token) = (&work.lease.lease_id, work.lease.fencing_token);
+    let mut next = work.record.clone();
+    activate(&mut next);
+    let held = || f.store.heartbeat(None, lease_id, token, ttl());
+
+    let mut stale = next.clone();
+    stale.version += 1;
+    let refused = f
+        .store
+        .save_resource_and_release_lease(&run.id, token, &stale)
+        .await;
+    assert!(matches!(refused, Err(StoreError::VersionConflict { .. })));
+    let refused = f
+        .store
+        .save_resource_and_release_lease(&run.id, token + 1000, &next)
+        .await;
+    assert!(matches!(refused, Err(StoreError::LeaseLost)));
+    held().await.expect("a refused save keeps the lease");
+
+    let work_rx = f.store.hub().subscribe_work();
+    let saved = f
+        .store
+        .save_resource_and_release_lease(&run.id, token, &next)
+        .await
+        .unwrap();
+    assert_eq!(saved.state, ResourceState::Active);
+    assert_eq!(saved.due_at, None, "the saved due time stands");
+    assert_eq!(f.store.get_resource(&run.id).await.unwrap(), saved);
+    assert!(work_rx.has_changed().unwrap());
+    assert!(matches!(held().await, Err(StoreError::LeaseLost)));
+    let mut again = saved.clone();
+    again.retry_count = 1;
+    assert!(matches!(
+        f.store
+            .save_resource(&run.id, token, &again, RunEffect::None)
+            .await,
+        Err(StoreError::LeaseLost)
+    ));
+    assert!(due_work(&f).await.is_empty(), "nothing is due");
 }
 
 async fn saves_are_fenced_and_compare_and_set(backend: Backend) {
