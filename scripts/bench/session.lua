@@ -1,4 +1,6 @@
 -- Creates a session per request.
-wrk.method = "POST"
-wrk.body = '{"title":"bench","metadata":{"k":"v"}}'
-wrk.headers["content-type"] = "application/json"
+function init(args)
+  wrk.method = "POST"
+  wrk.body = '{"title":"bench","metadata":{"k":"v"}}'
+  wrk.headers["content-type"] = "application/json"
+end
