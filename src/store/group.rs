@@ -12,10 +12,16 @@ use tokio::sync::oneshot;
 
 use super::interactions::ReplyOutcome;
 use super::reply_batch::ReplyItem;
+use super::request_batch::Requests;
 use super::resource_writes::{HandBack, SaveItem};
+use super::run_batch::RunItem;
+use super::session_batch::SessionItem;
+use super::suspend_batch::SuspendItem;
 use super::{Backend, Store, StoreError, StoreResult};
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::RunEffect;
+use crate::domain::run::Run;
+use crate::domain::session::Session;
 use crate::metrics::Metrics;
 
 /// The most writes one group carries.
@@ -27,6 +33,9 @@ enum Pending {
     Save(Box<SaveItem>, Reply<ExecutionResourceRecord>),
     HandBack(HandBack, Reply<()>),
     Reply(Box<ReplyItem>, Reply<ReplyOutcome>),
+    CreateSession(Box<SessionItem>, Reply<Session>),
+    CreateRun(Box<RunItem>, Reply<Run>),
+    Suspend(Box<SuspendItem>, Reply<Run>),
 }
 
 impl Pending {
@@ -36,6 +45,9 @@ impl Pending {
             Pending::Save(item, _) => item.run_id.as_str(),
             Pending::HandBack(lease, _) => lease.run_id.as_str(),
             Pending::Reply(item, _) => item.interaction_id.as_str(),
+            Pending::CreateSession(item, _) => item.id.as_str(),
+            Pending::CreateRun(item, _) => item.id.as_str(),
+            Pending::Suspend(item, _) => item.run_id.as_str(),
         }
     }
 
@@ -45,6 +57,9 @@ impl Pending {
             Pending::Save(_, reply) => reply.is_closed(),
             Pending::HandBack(_, reply) => reply.is_closed(),
             Pending::Reply(_, reply) => reply.is_closed(),
+            Pending::CreateSession(_, reply) => reply.is_closed(),
+            Pending::CreateRun(_, reply) => reply.is_closed(),
+            Pending::Suspend(_, reply) => reply.is_closed(),
         }
     }
 }
@@ -133,6 +148,30 @@ impl Store {
         self.await_group(answer).await
     }
 
+    pub(super) async fn create_session_grouped(&self, item: SessionItem) -> StoreResult<Session> {
+        let (reply, answer) = oneshot::channel();
+        self.inner
+            .group
+            .push(Pending::CreateSession(Box::new(item), reply));
+        self.await_group(answer).await
+    }
+
+    pub(super) async fn create_run_grouped(&self, item: RunItem) -> StoreResult<Run> {
+        let (reply, answer) = oneshot::channel();
+        self.inner
+            .group
+            .push(Pending::CreateRun(Box::new(item), reply));
+        self.await_group(answer).await
+    }
+
+    pub(super) async fn suspend_grouped(&self, item: SuspendItem) -> StoreResult<Run> {
+        let (reply, answer) = oneshot::channel();
+        self.inner
+            .group
+            .push(Pending::Suspend(Box::new(item), reply));
+        self.await_group(answer).await
+    }
+
     pub(super) async fn hand_back_grouped(&self, lease: HandBack) -> StoreResult<()> {
         let (reply, answer) = oneshot::channel();
         self.inner.group.push(Pending::HandBack(lease, reply));
@@ -179,6 +218,7 @@ impl Store {
         let (mut saves, mut save_replies) = (Vec::new(), Vec::new());
         let (mut hand_backs, mut hand_back_replies) = (Vec::new(), Vec::new());
         let (mut replies, mut reply_answers) = (Vec::new(), Vec::new());
+        let mut requests = Requests::default();
         for p in group {
             match p {
                 Pending::Save(item, reply) => {
@@ -193,8 +233,12 @@ impl Store {
                     replies.push(*item);
                     reply_answers.push(reply);
                 }
+                Pending::CreateSession(item, reply) => requests.sessions.push((*item, reply)),
+                Pending::CreateRun(item, reply) => requests.runs.push((*item, reply)),
+                Pending::Suspend(item, reply) => requests.suspends.push((*item, reply)),
             }
         }
+        self.write_requests(requests).await;
         if !replies.is_empty() {
             self.write_replies(&replies, reply_answers).await;
         }

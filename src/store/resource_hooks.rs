@@ -1,5 +1,5 @@
-//! The execution-resource side of the other use cases: the record created with its run, the
-//! hooks that make a record due again when something it depends on changes, and the reads
+//! The execution-resource side of the other use cases (the record created with its run is
+//! in `run_batch.rs`): the hooks that make a record due again when something it depends on changes, and the reads
 //! and the fenced write the coordinator needs.
 //!
 //! Every hook also bumps the record's `version`: a coordinator that planned from the earlier
@@ -14,9 +14,6 @@ use super::{Store, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::ResourceState;
-use crate::domain::sandbox::ResolvedSandboxSpec;
-use crate::domain::validate::ValidationError;
-use crate::domain::RunId;
 
 /// `due_at` becomes `$2` unless it is already earlier.
 const DUE_NOW: &str = "CASE WHEN due_at IS NOT NULL AND due_at < $1 THEN due_at ELSE $1 END";
@@ -36,53 +33,6 @@ pub(super) fn lifecycle_event(state: ResourceState) -> &'static str {
 }
 
 impl Store {
-    /// A run's sandbox spec must name a registered provider.
-    pub(super) async fn ensure_provider(
-        &self,
-        conn: &mut AnyConnection,
-        provider_id: &str,
-    ) -> StoreResult<()> {
-        let found = sqlx::query("SELECT provider_id FROM providers WHERE provider_id = $1")
-            .bind(provider_id)
-            .fetch_optional(conn)
-            .await?;
-        match found {
-            Some(_) => Ok(()),
-            None => Err(ValidationError::new(
-                "sandbox_spec.provider_id",
-                format!("provider `{provider_id}` is not registered"),
-            )
-            .into()),
-        }
-    }
-
-    /// The record of a new run: `provisioning`, generation 0, due now, version 1.
-    pub(super) async fn insert_resource(
-        &self,
-        tx: &mut WriteTx,
-        run_id: &RunId,
-        spec: &ResolvedSandboxSpec,
-        run_resolved_spec_hash: &str,
-    ) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO execution_resources (run_id, generation, provider_id, sandbox_ref, \
-             sandbox_spec, run_resolved_spec_hash, state, checkpoint_lost, blocking_job_ids, \
-             blocking_child_run_ids, compute_released, retry_count, due_at, version, \
-             state_since, created_at, updated_at) \
-             VALUES ($1, 0, $2, NULL, $3, $4, 'provisioning', 0, '[]', '[]', 0, 0, $5, 1, \
-             $5, $5, $5)",
-        )
-        .bind(run_id.as_str())
-        .bind(&spec.provider_id)
-        .bind(rows::to_json(spec)?)
-        .bind(run_resolved_spec_hash)
-        .bind(to_millis(tx.now))
-        .execute(tx.conn())
-        .await?;
-        tx.work();
-        Ok(())
-    }
-
     /// The run changed in a way its compute must follow: its record (if any) is due now.
     pub(super) async fn resource_due(&self, tx: &mut WriteTx, run_id: &str) -> StoreResult<()> {
         self.resources_due(tx, &[run_id]).await

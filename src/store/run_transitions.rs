@@ -4,12 +4,12 @@
 use serde_json::json;
 
 use super::run_fence::{expected_hashes, invalid_state, latest_checkpoint, Outcome};
+use super::suspend_batch::SuspendItem;
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::commands::{CompleteRun, ConfirmResumed, FailRun, SuspendRun};
 use crate::domain::run::{Run, RunEvent, RunState};
-use crate::domain::validate::ValidationError;
 use crate::domain::RunId;
 
 impl Store {
@@ -17,7 +17,8 @@ impl Store {
     /// the last one's: `Conflict` `checkpoint.sequence`; its hash must equal the run's:
     /// `Invalid` on `checkpoint.resolved_spec_hash`), an optional pending interaction and a
     /// `pending` suspension. Jobs with `cancel` become `killed`. The lease is handed back and
-    /// the run's execution resource (if any) becomes due.
+    /// the run's execution resource (if any) becomes due. Written through the group commit
+    /// with the writes queued beside it.
     pub async fn suspend_run(
         &self,
         tenant: Option<&str>,
@@ -25,84 +26,12 @@ impl Store {
         cmd: &SuspendRun,
     ) -> StoreResult<Run> {
         cmd.validate(self.now())?;
-        let mut tx = self.write_tx().await?;
-        let result: StoreResult<_> = async {
-            let rec = self
-                .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
-                .await?;
-            let to = rec
-                .run
-                .state
-                .apply(RunEvent::Suspend)
-                .map_err(invalid_state)?;
-            if cmd.checkpoint.resolved_spec_hash != rec.run.resolved_spec_hash {
-                return Err(ValidationError::new(
-                    "checkpoint.resolved_spec_hash",
-                    "must equal the run's resolved_spec_hash",
-                )
-                .into());
-            }
-            if let Some(last) = latest_checkpoint(tx.conn(), run_id.as_str()).await? {
-                if cmd.checkpoint.sequence <= last.sequence {
-                    return Err(StoreError::conflict(
-                        "checkpoint.sequence",
-                        format!(
-                            "checkpoint sequence {} must be greater than the last one ({})",
-                            cmd.checkpoint.sequence, last.sequence
-                        ),
-                    ));
-                }
-            }
-            let session = rec.run.session_id.as_str().to_owned();
-            let ids = self.insert_suspension(&mut tx, &rec.run, cmd).await?;
-            let killed = sqlx::query(
-                "UPDATE jobs SET state = 'killed', updated_at = $2 WHERE run_id = $1 \
-                 AND pause_behavior = 'cancel' AND state IN ('created', 'running', 'orphaned') \
-                 RETURNING id",
-            )
-            .bind(run_id.as_str())
-            .bind(to_millis(tx.now))
-            .fetch_all(tx.conn())
-            .await?;
-            for row in &killed {
-                let job_id = super::rows::text(row, "id")?;
-                tx.event(
-                    &session,
-                    "job.killed",
-                    json!({ "job_id": job_id, "run_id": run_id }),
-                );
-            }
-            let run = self
-                .set_run_state(&mut tx, &rec, to, Some(cmd.fencing_token), None)
-                .await?;
-            self.drop_lease(&mut tx, run_id.as_str()).await?;
-            self.resource_due(&mut tx, run_id.as_str()).await?;
-            tx.event(
-                &session,
-                "run.suspended",
-                json!({
-                    "run_id": run_id,
-                    "reason": cmd.reason,
-                    "suspension_id": ids.suspension_id,
-                    "checkpoint_id": ids.checkpoint_id,
-                }),
-            );
-            if let (Some(interaction_id), Some(i)) = (&ids.interaction_id, &cmd.interaction) {
-                tx.inbox(&session);
-                tx.event(
-                    &session,
-                    "interaction.created",
-                    json!({
-                        "interaction_id": interaction_id,
-                        "run_id": run_id,
-                        "interaction_type": i.interaction_type,
-                    }),
-                );
-            }
-            Ok(run)
-        }
-        .await;
-        tx.finish(self, result).await
+        self.suspend_grouped(SuspendItem {
+            tenant: tenant.map(str::to_owned),
+            run_id: run_id.clone(),
+            cmd: cmd.clone(),
+        })
+        .await
     }
 
     /// Fenced: `resuming` → `running` after checking the hashes the runtime computed against

@@ -1,12 +1,10 @@
 use serde_json::json;
 
 use super::rows::{self, OpenSuspension};
-use super::sessions::find_session;
+use super::run_batch::RunItem;
 use super::{Store, StoreError, StoreResult};
-use crate::clock::to_millis;
 use crate::domain::commands::CreateRun;
 use crate::domain::run::{LeaseHolder, Run, RunEvent, RunReadBack};
-use crate::domain::validate::ValidationError;
 use crate::domain::{RunId, SessionId, SuspensionId};
 
 impl Store {
@@ -15,7 +13,8 @@ impl Store {
     /// same session (`Invalid` on `parent_run_id`); a spec's provider must be registered
     /// (`Invalid` on `sandbox_spec.provider_id`), and the run gets its execution-resource
     /// record (`provisioning`, due now). Bumps the session revision, logs `run.created`,
-    /// publishes the session change and new work.
+    /// publishes the session change and new work. Written through the group commit with the
+    /// writes queued beside it.
     pub async fn create_run(
         &self,
         tenant: &str,
@@ -23,62 +22,13 @@ impl Store {
         cmd: &CreateRun,
     ) -> StoreResult<Run> {
         cmd.validate()?;
-        let spec = match &cmd.sandbox_spec {
-            Some(spec) => Some(rows::to_json(spec)?),
-            None => None,
-        };
-        let mut tx = self.write_tx().await?;
-        let result: StoreResult<_> = async {
-            find_session(tx.conn(), Some(tenant), session_id.as_str()).await?;
-            if let Some(spec) = &cmd.sandbox_spec {
-                self.ensure_provider(tx.conn(), &spec.provider_id).await?;
-            }
-            if let Some(parent) = &cmd.parent_run_id {
-                let same_session = self
-                    .load_run(tx.conn(), parent.as_str(), false)
-                    .await?
-                    .is_some_and(|p| &p.run.session_id == session_id);
-                if !same_session {
-                    return Err(ValidationError::new(
-                        "parent_run_id",
-                        "must name a run of the same session",
-                    )
-                    .into());
-                }
-            }
-            let id = RunId::new();
-            let sql = format!(
-                "INSERT INTO runs (id, session_id, parent_run_id, state, resolved_spec_hash, \
-                 sandbox_spec, input, revision, created_at, updated_at) \
-                 VALUES ($1, $2, $3, 'queued', $4, $5, $6, 1, $7, $7) RETURNING {}",
-                rows::RUN_RETURNING
-            );
-            let row = sqlx::query(&sql)
-                .bind(id.as_str())
-                .bind(session_id.as_str())
-                .bind(cmd.parent_run_id.as_ref().map(|p| p.as_str()))
-                .bind(&cmd.resolved_spec_hash)
-                .bind(spec)
-                .bind(rows::to_json(&cmd.input)?)
-                .bind(to_millis(tx.now))
-                .fetch_one(tx.conn())
-                .await?;
-            let run = rows::run(&row)?;
-            if let Some(spec) = &cmd.sandbox_spec {
-                self.insert_resource(&mut tx, &run.id, spec, &run.resolved_spec_hash)
-                    .await?;
-            }
-            tx.visible(session_id.as_str());
-            tx.event(
-                session_id.as_str(),
-                "run.created",
-                json!({ "run_id": run.id, "parent_run_id": run.parent_run_id }),
-            );
-            tx.work();
-            Ok(run)
-        }
-        .await;
-        tx.finish(self, result).await
+        self.create_run_grouped(RunItem {
+            id: RunId::new(),
+            tenant: tenant.to_owned(),
+            session_id: session_id.clone(),
+            cmd: cmd.clone(),
+        })
+        .await
     }
 
     pub async fn get_run(&self, tenant: Option<&str>, run_id: &RunId) -> StoreResult<Run> {

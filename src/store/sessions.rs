@@ -1,15 +1,14 @@
 use std::sync::Arc;
 
-use serde_json::json;
 use sqlx::AnyConnection;
 
 use super::rows::{self, SESSION_COLS};
+use super::session_batch::SessionItem;
 use super::{Store, StoreError, StoreResult};
-use crate::clock::to_millis;
 use crate::domain::commands::CreateSession;
 use crate::domain::session::Session;
 use crate::domain::snapshot::Snapshot;
-use crate::domain::validate::{self, ValidationError};
+use crate::domain::validate;
 use crate::domain::SessionId;
 use crate::snapshot_cache::Encoded;
 
@@ -43,56 +42,17 @@ pub(super) async fn find_session(
 
 impl Store {
     /// Creates a session at revision 1. A `parent_session_id` must name a session of the
-    /// same tenant (`Invalid` on `parent_session_id` otherwise).
+    /// same tenant (`Invalid` on `parent_session_id` otherwise). Written through the group
+    /// commit with the writes queued beside it.
     pub async fn create_session(&self, tenant: &str, cmd: &CreateSession) -> StoreResult<Session> {
         validate::name("tenant", tenant)?;
         cmd.validate()?;
-        let mut tx = self.write_tx().await?;
-        let result: StoreResult<_> = async {
-            if let Some(parent) = &cmd.parent_session_id {
-                match find_session(tx.conn(), Some(tenant), parent.as_str()).await {
-                    Ok(_) => {}
-                    Err(StoreError::NotFound(_)) => {
-                        return Err(ValidationError::new(
-                            "parent_session_id",
-                            "must name an existing session of the same tenant",
-                        )
-                        .into())
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            let session = Session {
-                id: SessionId::new(),
-                tenant_id: tenant.to_owned(),
-                title: cmd.title.clone(),
-                metadata: cmd.metadata.clone(),
-                parent_session_id: cmd.parent_session_id.clone(),
-                revision: 1,
-                created_at: tx.now,
-                updated_at: tx.now,
-            };
-            sqlx::query(
-                "INSERT INTO sessions (id, tenant_id, title, metadata, parent_session_id, revision, \
-                 event_seq, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 1, 0, $6, $6)",
-            )
-            .bind(session.id.as_str())
-            .bind(&session.tenant_id)
-            .bind(session.title.as_deref())
-            .bind(rows::to_json(&session.metadata)?)
-            .bind(session.parent_session_id.as_ref().map(|p| p.as_str()))
-            .bind(to_millis(tx.now))
-            .execute(tx.conn())
-            .await?;
-            tx.event(
-                session.id.as_str(),
-                "session.created",
-                json!({ "session_id": session.id }),
-            );
-            Ok(session)
-        }
-        .await;
-        tx.finish(self, result).await
+        self.create_session_grouped(SessionItem {
+            id: SessionId::new(),
+            tenant: tenant.to_owned(),
+            cmd: cmd.clone(),
+        })
+        .await
     }
 
     /// The tenant's sessions, newest first, at most `limit`, after the session `before` (the
