@@ -75,9 +75,9 @@ impl Store {
                     .into(),
                 )
             } else if item.cmd.parent_run_id.as_ref().is_some_and(|p| {
-                !parents
+                parents
                     .get(p.as_str())
-                    .is_some_and(|rec| rec.run.session_id == item.session_id)
+                    .is_none_or(|rec| rec.run.session_id != item.session_id)
             }) {
                 Some(
                     ValidationError::new("parent_run_id", "must name a run of the same session")
