@@ -188,7 +188,61 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
+    use std::io;
+    use std::sync::{Arc, Mutex};
+
     use super::*;
+
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_line_carries_its_fields_the_request_id_and_the_current_span() {
+        let sink = Sink::default();
+        let writer = sink.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .fmt_fields(JsonFields::new())
+            .event_format(JsonLine)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("lifecycle_step", run_id = "run_1", generation = 2);
+            let _entered = span.enter();
+            context::with_request_id("req-\"7\"".into(), || {
+                tracing::warn!(error = %"it \"broke\"\n", attempt = 3u64, ok = false, "release failed");
+            });
+            tracing::info!(latency_ms = 1.5, "outside a request");
+        });
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        let first = &lines[0];
+        assert_eq!(first["level"], "WARN");
+        assert_eq!(first["message"], "release failed");
+        assert_eq!(first["error"], "it \"broke\"\n");
+        assert_eq!(first["attempt"], 3);
+        assert_eq!(first["ok"], false);
+        assert_eq!(first["request_id"], "req-\"7\"");
+        assert_eq!(first["span"]["name"], "lifecycle_step");
+        assert_eq!(first["span"]["run_id"], "run_1");
+        assert_eq!(first["span"]["generation"], 2);
+        assert!(first["timestamp"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(lines[1]["latency_ms"], 1.5);
+        assert!(lines[1].get("request_id").is_none());
+    }
 
     #[test]
     fn strings_are_escaped_as_json() {
