@@ -7,12 +7,14 @@ use chrono::{DateTime, Utc};
 use tracing::Instrument;
 
 mod calls;
+mod labels;
 mod rebase;
 use calls::call_status;
+use labels::{action_name, failure_label};
 
 use super::attention::{self, AttentionPolicy};
 use super::clients::ProviderClients;
-use super::outcome::{self, BindKind, FailureClass, Next};
+use super::outcome::{self, BindKind, Next};
 use super::plan::{self, plan, Action, PlanInput};
 use crate::domain::interaction::{Suspension, SuspensionReason};
 use crate::domain::job::Job;
@@ -97,32 +99,8 @@ impl Work {
     }
 }
 
-fn action_name(action: &Action) -> &'static str {
-    match action {
-        Action::Idle => "idle",
-        Action::Provision { .. } => "provision",
-        Action::Abandon => "abandon",
-        Action::Block { .. } => "block",
-        Action::Release { .. } => "release",
-        Action::Attach => "attach",
-        Action::Restore => "restore",
-        Action::FailSnapshotLost => "fail_snapshot_lost",
-        Action::AbandonRelease => "abandon_release",
-    }
-}
-
 fn jitter() -> f64 {
     rand::random::<f64>() * 2.0 - 1.0
-}
-
-/// The class a failed call is counted under.
-fn failure_label(e: &ProviderCallError) -> &'static str {
-    match (outcome::classify(e), e) {
-        (_, ProviderCallError::Uncertain { .. }) => "uncertain",
-        (FailureClass::Retry, _) => "retry",
-        (FailureClass::Refused, _) => "refused",
-        (FailureClass::Final, _) => "final",
-    }
 }
 
 fn waiting_for_retry(record: &ExecutionResourceRecord, now: DateTime<Utc>) -> bool {
