@@ -38,11 +38,9 @@ impl RequestIds {
     fn make(&self) -> Arc<str> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let mut digits = [0u8; 32];
-        hex::encode_to_slice(
-            [self.prefix.to_be_bytes(), n.to_be_bytes()].concat(),
-            &mut digits,
-        )
-        .expect("32 digits hold 16 bytes");
+        let (prefix, counter) = digits.split_at_mut(16);
+        hex::encode_to_slice(self.prefix.to_be_bytes(), prefix).expect("16 digits hold 8 bytes");
+        hex::encode_to_slice(n.to_be_bytes(), counter).expect("16 digits hold 8 bytes");
         Arc::from(std::str::from_utf8(&digits).expect("hex digits are ASCII"))
     }
 

@@ -42,6 +42,20 @@ pub(super) fn bind_ids<'q>(mut query: AnyQuery<'q>, ids: &'q [&'q str]) -> AnyQu
     query
 }
 
+/// Each row `sql` selects with `ids` bound as `$1…`, parsed into a key and a value.
+pub(super) async fn pairs<V>(
+    conn: &mut AnyConnection,
+    sql: &str,
+    ids: &[&str],
+    parse: impl Fn(&sqlx::any::AnyRow) -> StoreResult<(String, V)>,
+) -> StoreResult<HashMap<String, V>> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let found = bind_ids(sqlx::query(sql), ids).fetch_all(conn).await?;
+    found.iter().map(parse).collect()
+}
+
 /// The rows `sql` selects with `ids` bound as `$1…`, parsed, by `key`.
 async fn keyed<T>(
     conn: &mut AnyConnection,
@@ -50,14 +64,11 @@ async fn keyed<T>(
     parse: fn(&sqlx::any::AnyRow) -> StoreResult<T>,
     key: fn(&T) -> &str,
 ) -> StoreResult<HashMap<String, T>> {
-    let found = bind_ids(sqlx::query(sql), ids).fetch_all(conn).await?;
-    found
-        .iter()
-        .map(|row| {
-            let item = parse(row)?;
-            Ok((key(&item).to_owned(), item))
-        })
-        .collect()
+    pairs(conn, sql, ids, |row| {
+        let item = parse(row)?;
+        Ok((key(&item).to_owned(), item))
+    })
+    .await
 }
 
 impl Store {

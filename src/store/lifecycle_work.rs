@@ -83,15 +83,8 @@ impl Store {
         record: &ExecutionResourceRecord,
         effect: RunEffect,
     ) -> StoreResult<ExecutionResourceRecord> {
-        check_record(run_id, record)?;
-        self.save_grouped(SaveItem {
-            run_id: run_id.clone(),
-            fencing_token,
-            record: record.clone(),
-            effect,
-            hand_back: false,
-        })
-        .await
+        self.save_checked(run_id, fencing_token, record, effect, false)
+            .await
     }
 
     /// `save_resource` of the holder's last write, with no run effect: when the save lands,
@@ -103,13 +96,25 @@ impl Store {
         fencing_token: i64,
         record: &ExecutionResourceRecord,
     ) -> StoreResult<ExecutionResourceRecord> {
+        self.save_checked(run_id, fencing_token, record, RunEffect::None, true)
+            .await
+    }
+
+    async fn save_checked(
+        &self,
+        run_id: &RunId,
+        fencing_token: i64,
+        record: &ExecutionResourceRecord,
+        effect: RunEffect,
+        hand_back: bool,
+    ) -> StoreResult<ExecutionResourceRecord> {
         check_record(run_id, record)?;
         self.save_grouped(SaveItem {
             run_id: run_id.clone(),
             fencing_token,
             record: record.clone(),
-            effect: RunEffect::None,
-            hand_back: true,
+            effect,
+            hand_back,
         })
         .await
     }

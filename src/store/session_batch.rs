@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
-use super::batch_reads::{bind_ids, params};
+use super::batch_reads::{pairs, params};
 use super::rows;
 use super::sessions::sees;
 use super::tx::WriteTx;
@@ -115,18 +115,12 @@ pub(super) async fn owners_of(
     tx: &mut WriteTx,
     ids: &[&str],
 ) -> StoreResult<HashMap<String, String>> {
-    if ids.is_empty() {
-        return Ok(HashMap::new());
-    }
     let sql = format!(
         "SELECT id, tenant_id FROM sessions WHERE id IN ({})",
         params(1, ids.len())
     );
-    let found = bind_ids(sqlx::query(&sql), ids)
-        .fetch_all(tx.conn())
-        .await?;
-    found
-        .iter()
-        .map(|row| Ok((rows::text(row, "id")?, rows::text(row, "tenant_id")?)))
-        .collect()
+    pairs(tx.conn(), &sql, ids, |row| {
+        Ok((rows::text(row, "id")?, rows::text(row, "tenant_id")?))
+    })
+    .await
 }

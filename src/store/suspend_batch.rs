@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
-use super::batch_reads::{bind_ids, params, value_rows};
+use super::batch_reads::{bind_ids, pairs, params, value_rows};
 use super::rows::{self, RunRecord, RUN_RETURNING};
 use super::run_fence::invalid_state;
 use super::sessions::sees;
@@ -324,13 +324,10 @@ async fn last_sequences(tx: &mut WriteTx, ids: &[&str]) -> StoreResult<HashMap<S
          GROUP BY run_id",
         params(1, ids.len())
     );
-    let found = bind_ids(sqlx::query(&sql), ids)
-        .fetch_all(tx.conn())
-        .await?;
-    found
-        .iter()
-        .map(|row| Ok((rows::text(row, "run_id")?, rows::int(row, "sequence")?)))
-        .collect()
+    pairs(tx.conn(), &sql, ids, |row| {
+        Ok((rows::text(row, "run_id")?, rows::int(row, "sequence")?))
+    })
+    .await
 }
 
 fn suspended_events(tx: &mut WriteTx, s: &Suspending<'_>) {
