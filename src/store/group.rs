@@ -1,8 +1,8 @@
-//! Group commit for the coordinator's writes and for replies. Record saves, lease hand-backs
-//! and replies that arrive while another group is being written wait and are written
-//! together in the next one: a transaction, and a fixed number of statements, for many runs. Each write keeps its own
-//! fence and version check and gets its own answer; if a group fails as a whole, each of its
-//! writes is retried alone, so one bad write never fails the others.
+//! Group commit for the coordinator's writes and the API's. Writes that arrive while
+//! another group is being written wait and are written together in the next one: a
+//! transaction, and a fixed number of statements, for many runs. Each write keeps its own
+//! checks and fence and gets its own answer; if a group fails as a whole, each of its writes
+//! is retried alone, so one bad write never fails the others.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -17,6 +17,7 @@ use super::resource_writes::{HandBack, SaveItem};
 use super::run_batch::RunItem;
 use super::session_batch::SessionItem;
 use super::suspend_batch::SuspendItem;
+use super::transition_batch::{TransitionItem, Transitioned};
 use super::{Backend, Store, StoreError, StoreResult};
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::RunEffect;
@@ -36,6 +37,7 @@ enum Pending {
     CreateSession(Box<SessionItem>, Reply<Session>),
     CreateRun(Box<RunItem>, Reply<Run>),
     Suspend(Box<SuspendItem>, Reply<Run>),
+    Transition(Box<TransitionItem>, Reply<Transitioned>),
 }
 
 impl Pending {
@@ -48,6 +50,7 @@ impl Pending {
             Pending::CreateSession(item, _) => item.id.as_str(),
             Pending::CreateRun(item, _) => item.id.as_str(),
             Pending::Suspend(item, _) => item.run_id.as_str(),
+            Pending::Transition(item, _) => item.run_id.as_str(),
         }
     }
 
@@ -60,6 +63,7 @@ impl Pending {
             Pending::CreateSession(_, reply) => reply.is_closed(),
             Pending::CreateRun(_, reply) => reply.is_closed(),
             Pending::Suspend(_, reply) => reply.is_closed(),
+            Pending::Transition(_, reply) => reply.is_closed(),
         }
     }
 }
@@ -110,7 +114,7 @@ impl GroupCommit {
 }
 
 /// Runs `write` unless the database was already found unavailable; remembers if it is now.
-async fn unless_down<T>(
+pub(super) async fn unless_down<T>(
     down: &mut Option<String>,
     write: impl std::future::Future<Output = StoreResult<T>>,
 ) -> StoreResult<T> {
@@ -122,6 +126,13 @@ async fn unless_down<T>(
         *down = Some(why.clone());
     }
     result
+}
+
+/// Sends `answer` where `reply` points, once.
+pub(super) fn send_to<T>(reply: &mut Option<Reply<T>>, answer: StoreResult<T>) {
+    if let Some(reply) = reply.take() {
+        let _ = reply.send(answer);
+    }
 }
 
 fn abandoned() -> StoreError {
@@ -172,6 +183,17 @@ impl Store {
         self.await_group(answer).await
     }
 
+    pub(super) async fn transition_grouped(
+        &self,
+        item: TransitionItem,
+    ) -> StoreResult<Transitioned> {
+        let (reply, answer) = oneshot::channel();
+        self.inner
+            .group
+            .push(Pending::Transition(Box::new(item), reply));
+        self.await_group(answer).await
+    }
+
     pub(super) async fn hand_back_grouped(&self, lease: HandBack) -> StoreResult<()> {
         let (reply, answer) = oneshot::channel();
         self.inner.group.push(Pending::HandBack(lease, reply));
@@ -219,6 +241,7 @@ impl Store {
         let (mut hand_backs, mut hand_back_replies) = (Vec::new(), Vec::new());
         let (mut replies, mut reply_answers) = (Vec::new(), Vec::new());
         let mut requests = Requests::default();
+        let mut transitions = Vec::new();
         for p in group {
             match p {
                 Pending::Save(item, reply) => {
@@ -236,9 +259,11 @@ impl Store {
                 Pending::CreateSession(item, reply) => requests.sessions.push((*item, reply)),
                 Pending::CreateRun(item, reply) => requests.runs.push((*item, reply)),
                 Pending::Suspend(item, reply) => requests.suspends.push((*item, reply)),
+                Pending::Transition(item, reply) => transitions.push((*item, reply)),
             }
         }
         self.write_requests(requests).await;
+        self.write_transitions(transitions).await;
         if !replies.is_empty() {
             self.write_replies(&replies, reply_answers).await;
         }
@@ -286,17 +311,14 @@ impl Store {
                 metrics
                     .grouped_writes
                     .fetch_add(items.len() as u64, Ordering::Relaxed);
+                // A write without an answer yet keeps its reply: it is written alone below.
                 for (answer, result) in answers.iter_mut().zip(results) {
-                    if let (Some(result), Some(reply)) = (result, answer.take()) {
-                        let _ = reply.send(result);
+                    if let Some(result) = result {
+                        send_to(answer, result);
                     }
                 }
             }
-            Err(e) if items.len() == 1 => {
-                if let Some(reply) = answers[0].take() {
-                    let _ = reply.send(Err(e));
-                }
-            }
+            Err(e) if items.len() == 1 => send_to(&mut answers[0], Err(e)),
             Err(e) => {
                 Metrics::inc(&self.metrics().group_fallbacks);
                 tracing::warn!(error = %e, "a grouped reply failed: writing each alone");

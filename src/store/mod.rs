@@ -36,6 +36,7 @@ mod sessions;
 mod settings;
 mod suspend_batch;
 mod tokens;
+mod transition_batch;
 mod tx;
 
 use std::sync::Arc;

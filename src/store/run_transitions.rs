@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::run_fence::{expected_hashes, invalid_state, latest_checkpoint, Outcome};
 use super::suspend_batch::SuspendItem;
+use super::transition_batch::{Transition, TransitionItem};
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
@@ -36,7 +37,8 @@ impl Store {
 
     /// Fenced: `resuming` → `running` after checking the hashes the runtime computed against
     /// the run, its latest checkpoint and its sandbox spec. On a mismatch the run is failed
-    /// (`sandbox.policy_stale`), committed, and `PolicyStale` is returned.
+    /// (`sandbox.policy_stale`), committed, and `PolicyStale` is returned. Written through the
+    /// group commit with the writes queued beside it.
     pub async fn confirm_resumed(
         &self,
         tenant: Option<&str>,
@@ -44,12 +46,14 @@ impl Store {
         cmd: &ConfirmResumed,
     ) -> StoreResult<Run> {
         cmd.validate()?;
-        let mut tx = self.write_tx().await?;
-        let result = self.confirm_resumed_in(&mut tx, tenant, run_id, cmd).await;
+        self.transition_grouped(TransitionItem {
+            tenant: tenant.map(str::to_owned),
+            run_id: run_id.clone(),
+            kind: Transition::Resumed(cmd.clone()),
+        })
+        .await?
         // A stale policy is committed (the run is failed) and then reported.
-        tx.finish(self, result)
-            .await?
-            .map_err(StoreError::PolicyStale)
+        .map_err(StoreError::PolicyStale)
     }
 
     /// Fenced: `running` → `completed` with the output; the lease is released.
@@ -118,7 +122,7 @@ impl Store {
 impl Store {
     /// The checks and writes of `confirm_resumed`; `Ok(Err(message))` when the run was failed
     /// because its policy is stale.
-    async fn confirm_resumed_in(
+    pub(super) async fn confirm_resumed_in(
         &self,
         tx: &mut WriteTx,
         tenant: Option<&str>,

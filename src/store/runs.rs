@@ -2,6 +2,8 @@ use serde_json::json;
 
 use super::rows::{self, OpenSuspension};
 use super::run_batch::RunItem;
+use super::transition_batch::{Transition, TransitionItem};
+use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::domain::commands::CreateRun;
 use crate::domain::run::{LeaseHolder, Run, RunEvent, RunReadBack};
@@ -77,37 +79,29 @@ impl Store {
 
     /// Frontend cancel: any non-terminal run → `cancelled` (a terminal one → `Conflict`
     /// `run.terminal`). Its pending interactions become `cancelled`, its open suspension
-    /// `cancelled`, its lease is dropped. Revision bump, event, publish.
+    /// `cancelled`, its lease is dropped. Revision bump, event, publish. Written through the
+    /// group commit with the writes queued beside it.
     pub async fn cancel_run(
         &self,
         tenant: Option<&str>,
         session_id: &SessionId,
         run_id: &RunId,
     ) -> StoreResult<Run> {
-        let mut tx = self.write_tx().await?;
-        let result: StoreResult<_> = async {
-            let rec = self
-                .visible_run(tx.conn(), tenant, run_id.as_str(), true)
-                .await?;
-            if &rec.run.session_id != session_id {
-                return Err(StoreError::NotFound("run"));
-            }
-            let to = rec.run.state.apply(RunEvent::Cancel).map_err(|_| {
-                StoreError::conflict(
-                    "run.terminal",
-                    format!("the run is already {}", rec.run.state),
-                )
-            })?;
-            let run = self.finish_run(&mut tx, &rec, to, None, None).await?;
-            Ok(run)
-        }
-        .await;
-        tx.finish(self, result).await
+        self.transition_grouped(TransitionItem {
+            tenant: tenant.map(str::to_owned),
+            run_id: run_id.clone(),
+            kind: Transition::Cancel {
+                session_id: session_id.clone(),
+            },
+        })
+        .await?
+        .map_err(StoreError::PolicyStale)
     }
 
     /// Explicit resume of a `suspended` run whose suspension has no pending interaction
     /// (`Conflict` `interaction.pending` if it has one, `run.not_suspended` if not suspended):
     /// suspension → `resolving`, run → `resuming`. Revision bump, event, publish session + work.
+    /// Written through the group commit with the writes queued beside it.
     pub async fn resume_run(
         &self,
         tenant: Option<&str>,
@@ -115,71 +109,108 @@ impl Store {
         run_id: &RunId,
         resolved_by: &str,
     ) -> StoreResult<Run> {
-        let mut tx = self.write_tx().await?;
-        let result: StoreResult<_> = async {
-            let rec = self
-                .visible_run(tx.conn(), tenant, run_id.as_str(), true)
-                .await?;
-            if &rec.run.session_id != session_id {
-                return Err(StoreError::NotFound("run"));
-            }
-            let to = rec.run.state.apply(RunEvent::Resume).map_err(|_| {
-                StoreError::conflict(
-                    "run.not_suspended",
-                    format!(
-                        "only a suspended run can be resumed; this run is {}",
-                        rec.run.state
-                    ),
-                )
-            })?;
-            let suspension = self.open_suspension(&mut tx, run_id.as_str()).await?;
-            if let Some(OpenSuspension {
-                interaction_id: Some(interaction_id),
-                ..
-            }) = &suspension
-            {
-                let pending =
-                    sqlx::query("SELECT id FROM interactions WHERE id = $1 AND status = 'pending'")
-                        .bind(interaction_id.as_str())
-                        .fetch_optional(tx.conn())
-                        .await?;
-                if pending.is_some() {
-                    return Err(StoreError::conflict(
-                        "interaction.pending",
-                        format!(
-                            "the run waits for interaction {interaction_id}: reply to it instead"
-                        ),
-                    ));
-                }
-            }
-            if let Some(s) = &suspension {
-                sqlx::query("UPDATE suspensions SET status = 'resolving' WHERE id = $1")
-                    .bind(s.id.as_str())
-                    .execute(tx.conn())
-                    .await?;
-            }
-            let run = self.set_run_state(&mut tx, &rec, to, None, None).await?;
-            self.resource_due(&mut tx, run_id.as_str()).await?;
-            tx.event(
-                session_id.as_str(),
-                "run.resuming",
-                json!({
-                    "run_id": run.id,
-                    "suspension_id": suspension.as_ref().map(|s| s.id.as_str()),
-                    "resolved_by": resolved_by,
-                }),
-            );
-            tx.work();
-            Ok(run)
+        self.transition_grouped(TransitionItem {
+            tenant: tenant.map(str::to_owned),
+            run_id: run_id.clone(),
+            kind: Transition::Resume {
+                session_id: session_id.clone(),
+                resolved_by: resolved_by.to_owned(),
+            },
+        })
+        .await?
+        .map_err(StoreError::PolicyStale)
+    }
+
+    /// The checks and writes of `cancel_run` in `tx`.
+    pub(super) async fn cancel_in(
+        &self,
+        tx: &mut WriteTx,
+        tenant: Option<&str>,
+        session_id: &SessionId,
+        run_id: &RunId,
+    ) -> StoreResult<Run> {
+        let rec = self
+            .visible_run(tx.conn(), tenant, run_id.as_str(), true)
+            .await?;
+        if &rec.run.session_id != session_id {
+            return Err(StoreError::NotFound("run"));
         }
-        .await;
-        tx.finish(self, result).await
+        let to = rec.run.state.apply(RunEvent::Cancel).map_err(|_| {
+            StoreError::conflict(
+                "run.terminal",
+                format!("the run is already {}", rec.run.state),
+            )
+        })?;
+        self.finish_run(tx, &rec, to, None, None).await
+    }
+
+    /// The checks and writes of `resume_run` in `tx`.
+    pub(super) async fn resume_in(
+        &self,
+        tx: &mut WriteTx,
+        tenant: Option<&str>,
+        session_id: &SessionId,
+        run_id: &RunId,
+        resolved_by: &str,
+    ) -> StoreResult<Run> {
+        let rec = self
+            .visible_run(tx.conn(), tenant, run_id.as_str(), true)
+            .await?;
+        if &rec.run.session_id != session_id {
+            return Err(StoreError::NotFound("run"));
+        }
+        let to = rec.run.state.apply(RunEvent::Resume).map_err(|_| {
+            StoreError::conflict(
+                "run.not_suspended",
+                format!(
+                    "only a suspended run can be resumed; this run is {}",
+                    rec.run.state
+                ),
+            )
+        })?;
+        let suspension = self.open_suspension(tx, run_id.as_str()).await?;
+        if let Some(OpenSuspension {
+            interaction_id: Some(interaction_id),
+            ..
+        }) = &suspension
+        {
+            let pending =
+                sqlx::query("SELECT id FROM interactions WHERE id = $1 AND status = 'pending'")
+                    .bind(interaction_id.as_str())
+                    .fetch_optional(tx.conn())
+                    .await?;
+            if pending.is_some() {
+                return Err(StoreError::conflict(
+                    "interaction.pending",
+                    format!("the run waits for interaction {interaction_id}: reply to it instead"),
+                ));
+            }
+        }
+        if let Some(s) = &suspension {
+            sqlx::query("UPDATE suspensions SET status = 'resolving' WHERE id = $1")
+                .bind(s.id.as_str())
+                .execute(tx.conn())
+                .await?;
+        }
+        let run = self.set_run_state(tx, &rec, to, None, None).await?;
+        self.resource_due(tx, run_id.as_str()).await?;
+        tx.event(
+            session_id.as_str(),
+            "run.resuming",
+            json!({
+                "run_id": run.id,
+                "suspension_id": suspension.as_ref().map(|s| s.id.as_str()),
+                "resolved_by": resolved_by,
+            }),
+        );
+        tx.work();
+        Ok(run)
     }
 
     /// The run's `pending` suspension, if any.
     pub(super) async fn open_suspension(
         &self,
-        tx: &mut super::tx::WriteTx,
+        tx: &mut WriteTx,
         run_id: &str,
     ) -> StoreResult<Option<OpenSuspension>> {
         let row = sqlx::query(

@@ -36,6 +36,13 @@ pub(super) struct WriteTx {
     announce: Announce,
 }
 
+/// What the transaction had collected before one write of a group began (see `savepoint`).
+pub(super) struct Staged {
+    sessions: BTreeMap<String, Touch>,
+    resource_events: Vec<(String, i64, &'static str, serde_json::Value)>,
+    work: bool,
+}
+
 #[derive(Default)]
 struct Announce {
     /// `(session_id, last event sequence)`.
@@ -102,6 +109,49 @@ impl WriteTx {
     /// Something became claimable.
     pub fn work(&mut self) {
         self.work = true;
+    }
+
+    /// Begins one write of a group behind a savepoint: what it collects is kept apart until
+    /// `keep` adds it to the rest, or `discard` undoes its rows and drops it.
+    pub async fn savepoint(&mut self) -> StoreResult<Staged> {
+        sqlx::query("SAVEPOINT grouped_write")
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(Staged {
+            sessions: std::mem::take(&mut self.sessions),
+            resource_events: std::mem::take(&mut self.resource_events),
+            work: std::mem::take(&mut self.work),
+        })
+    }
+
+    pub async fn keep(&mut self, mut staged: Staged) -> StoreResult<()> {
+        sqlx::query("RELEASE SAVEPOINT grouped_write")
+            .execute(&mut *self.tx)
+            .await?;
+        for (id, touch) in std::mem::take(&mut self.sessions) {
+            let into = staged.sessions.entry(id).or_default();
+            into.visible |= touch.visible;
+            into.inbox |= touch.inbox;
+            into.events.extend(touch.events);
+        }
+        staged.resource_events.append(&mut self.resource_events);
+        self.sessions = staged.sessions;
+        self.resource_events = staged.resource_events;
+        self.work |= staged.work;
+        Ok(())
+    }
+
+    pub async fn discard(&mut self, staged: Staged) -> StoreResult<()> {
+        sqlx::query("ROLLBACK TO SAVEPOINT grouped_write")
+            .execute(&mut *self.tx)
+            .await?;
+        sqlx::query("RELEASE SAVEPOINT grouped_write")
+            .execute(&mut *self.tx)
+            .await?;
+        self.sessions = staged.sessions;
+        self.resource_events = staged.resource_events;
+        self.work = staged.work;
+        Ok(())
     }
 
     /// Commits on success; on failure rolls back before returning, so no row lock outlives

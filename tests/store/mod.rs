@@ -22,6 +22,7 @@ mod admin;
 mod claims;
 mod cycle;
 mod grouped_replies;
+mod grouped_transitions;
 mod grouped_writes;
 mod jobs;
 mod replicas;

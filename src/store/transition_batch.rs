@@ -1,0 +1,146 @@
+//! Cancels, resumes and the runtime's resume confirmations, written in groups: one
+//! transaction for the group, each write behind its own savepoint, so a refusal undoes only
+//! its own rows. A write the database itself refuses is retried alone after the group.
+
+use std::sync::atomic::Ordering;
+
+use tokio::sync::oneshot;
+
+use super::group::{send_to, unless_down};
+use super::{Store, StoreError, StoreResult};
+use crate::domain::commands::ConfirmResumed;
+use crate::domain::run::Run;
+use crate::domain::{RunId, SessionId};
+use crate::metrics::Metrics;
+
+/// What a transition answers: the run, or the message of a confirmation that failed the run
+/// because its policy is stale (committed, then reported).
+pub(super) type Transitioned = Result<Run, String>;
+
+type Reply = oneshot::Sender<StoreResult<Transitioned>>;
+
+#[derive(Debug)]
+pub(super) enum Transition {
+    Cancel {
+        session_id: SessionId,
+    },
+    Resume {
+        session_id: SessionId,
+        resolved_by: String,
+    },
+    Resumed(ConfirmResumed),
+}
+
+/// One queued transition of a run.
+#[derive(Debug)]
+pub(super) struct TransitionItem {
+    pub tenant: Option<String>,
+    pub run_id: RunId,
+    pub kind: Transition,
+}
+
+/// The database refused the write itself (not its checks): it may succeed alone.
+fn refused_by_database(e: &StoreError) -> bool {
+    matches!(e, StoreError::Database(_) | StoreError::Unavailable(_))
+}
+
+impl Store {
+    pub(super) async fn write_transitions(&self, mut group: Vec<(TransitionItem, Reply)>) {
+        if group.is_empty() {
+            return;
+        }
+        // Runs are locked in id order, like every other writer.
+        group.sort_by(|a, b| a.0.run_id.as_str().cmp(b.0.run_id.as_str()));
+        let (items, replies): (Vec<_>, Vec<_>) = group.into_iter().unzip();
+        let refs: Vec<&TransitionItem> = items.iter().collect();
+        let mut replies: Vec<Option<Reply>> = replies.into_iter().map(Some).collect();
+        match self.transitions_in_one(&refs).await {
+            Ok(answers) => {
+                let metrics = self.metrics();
+                metrics.group_commits.fetch_add(1, Ordering::Relaxed);
+                metrics
+                    .grouped_writes
+                    .fetch_add(items.len() as u64, Ordering::Relaxed);
+                // A write without an answer yet keeps its reply: it is written alone below.
+                for (reply, answer) in replies.iter_mut().zip(answers) {
+                    if let Some(answer) = answer {
+                        send_to(reply, answer);
+                    }
+                }
+            }
+            Err(e) if items.len() == 1 => send_to(&mut replies[0], Err(e)),
+            Err(e) => {
+                Metrics::inc(&self.metrics().group_fallbacks);
+                tracing::warn!(error = %e, "a grouped transition failed: writing each alone");
+            }
+        }
+        let mut down = None;
+        for (item, reply) in refs.iter().zip(replies) {
+            let Some(reply) = reply else { continue };
+            let alone = async {
+                let mut answers = self.transitions_in_one(&[item]).await?;
+                answers
+                    .pop()
+                    .flatten()
+                    .unwrap_or_else(|| Err(StoreError::Unavailable("abandoned".into())))
+            };
+            let _ = reply.send(unless_down(&mut down, alone).await);
+        }
+    }
+
+    /// The transitions in one transaction: each one's answer, in order, or `None` for one the
+    /// database refused, which is to be written again alone.
+    async fn transitions_in_one(
+        &self,
+        items: &[&TransitionItem],
+    ) -> StoreResult<Vec<Option<StoreResult<Transitioned>>>> {
+        let mut tx = self.write_tx().await?;
+        let result = async {
+            if let [item] = items {
+                // Alone: its refusal is the transaction's.
+                return Ok(vec![Some(Ok(self.transition_in(&mut tx, item).await?))]);
+            }
+            let mut answers = Vec::with_capacity(items.len());
+            for item in items {
+                let staged = tx.savepoint().await?;
+                match self.transition_in(&mut tx, item).await {
+                    Ok(done) => {
+                        tx.keep(staged).await?;
+                        answers.push(Some(Ok(done)));
+                    }
+                    Err(e) => {
+                        tx.discard(staged).await?;
+                        answers.push((!refused_by_database(&e)).then_some(Err(e)));
+                    }
+                }
+            }
+            Ok(answers)
+        }
+        .await;
+        tx.finish(self, result).await
+    }
+
+    async fn transition_in(
+        &self,
+        tx: &mut super::tx::WriteTx,
+        item: &TransitionItem,
+    ) -> StoreResult<Transitioned> {
+        let tenant = item.tenant.as_deref();
+        match &item.kind {
+            Transition::Cancel { session_id } => self
+                .cancel_in(tx, tenant, session_id, &item.run_id)
+                .await
+                .map(Ok),
+            Transition::Resume {
+                session_id,
+                resolved_by,
+            } => self
+                .resume_in(tx, tenant, session_id, &item.run_id, resolved_by)
+                .await
+                .map(Ok),
+            Transition::Resumed(cmd) => {
+                self.confirm_resumed_in(tx, tenant, &item.run_id, cmd).await
+            }
+        }
+    }
+}
