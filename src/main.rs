@@ -18,6 +18,11 @@ use sagents::service::tokens::{self, tenant_for};
 use sagents::store::Store;
 use sagents::{http, telemetry};
 
+// jemalloc leaves the untouched part of a connection's buffers unmapped and gives memory freed
+// after a burst back to the kernel.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
