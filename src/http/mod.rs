@@ -31,6 +31,7 @@ pub mod ui;
 
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -78,9 +79,15 @@ pub fn router(state: AppState) -> Router {
         .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi_document_for(&state.config)))
         .merge(ui::router())
         .fallback(layers::fallback)
-        .layer(idempotency::IdempotencyLayer::new(state.clone()))
-        .layer(CatchPanicLayer::custom(layers::panic_response))
-        .layer(envelope::EnvelopeLayer::new(state.metrics.clone()))
-        .layer(DefaultBodyLimit::max(body_limit))
+        // One stack, outermost first: a route then boxes (and clones per request) one
+        // service instead of one per layer.
+        .layer(
+            ServiceBuilder::new()
+                .layer(DefaultBodyLimit::max(body_limit))
+                .layer(envelope::EnvelopeLayer::new(state.metrics.clone()))
+                .map_response(layers::axum_body)
+                .layer(CatchPanicLayer::custom(layers::panic_response))
+                .layer(idempotency::IdempotencyLayer::new(state.clone())),
+        )
         .with_state(state)
 }
