@@ -73,7 +73,12 @@ pub fn new_secret() -> (String, String) {
 
 /// Tokens are stored as SHA-256 hex digests; the secret itself is never stored.
 pub fn hash_secret(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
+    hex::encode(secret_digest(secret))
+}
+
+/// The SHA-256 of a secret, as bytes.
+pub fn secret_digest(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
 }
 
 #[cfg(test)]

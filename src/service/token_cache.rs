@@ -9,18 +9,21 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::domain::token::{hash_secret, Principal};
+use crate::domain::token::{secret_digest, Principal};
 use crate::domain::TokenId;
 use crate::store::{Store, StoreResult};
 
 pub const TOKEN_CACHE_TTL: Duration = Duration::from_secs(5);
 pub const TOKEN_CACHE_CAPACITY: usize = 10_000;
 
+/// The SHA-256 of a secret: the key of the cache, and in hex the key of the tokens table.
+type Digest = [u8; 32];
+
 #[derive(Debug)]
 pub struct TokenCache {
     ttl: Duration,
     capacity: usize,
-    entries: Mutex<HashMap<String, (Principal, Instant)>>,
+    entries: Mutex<HashMap<Digest, (Principal, Instant)>>,
 }
 
 impl Default for TokenCache {
@@ -44,28 +47,28 @@ impl TokenCache {
         store: &Store,
         secret: &str,
     ) -> StoreResult<Option<Principal>> {
-        let hash = hash_secret(secret);
-        if let Some(p) = self.get(&hash) {
+        let digest = secret_digest(secret);
+        if let Some(p) = self.get(&digest) {
             if p.expires_at.is_none_or(|at| at > store.now()) {
                 return Ok(Some(p));
             }
         }
-        let found = store.authenticate(&hash).await?;
+        let found = store.authenticate(&hex::encode(digest)).await?;
         if let Some(p) = &found {
-            self.put(hash, p.clone());
+            self.put(digest, p.clone());
         }
         Ok(found)
     }
 
-    fn get(&self, hash: &str) -> Option<Principal> {
+    fn get(&self, digest: &Digest) -> Option<Principal> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries
-            .get(hash)
+            .get(digest)
             .filter(|(_, at)| at.elapsed() < self.ttl)
             .map(|(p, _)| p.clone())
     }
 
-    fn put(&self, hash: String, principal: Principal) {
+    fn put(&self, digest: Digest, principal: Principal) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         if entries.len() >= self.capacity {
             let ttl = self.ttl;
@@ -74,7 +77,7 @@ impl TokenCache {
                 entries.clear();
             }
         }
-        entries.insert(hash, (principal, Instant::now()));
+        entries.insert(digest, (principal, Instant::now()));
     }
 
     pub fn evict(&self, token_id: &TokenId) {
@@ -109,17 +112,17 @@ mod tests {
     fn entries_expire_are_bounded_and_evicted_by_token() {
         let cache = TokenCache::new(Duration::from_secs(60), 2);
         let (a, b, c) = (principal(), principal(), principal());
-        cache.put("ha".into(), a.clone());
-        cache.put("hb".into(), b.clone());
-        assert_eq!(cache.get("ha"), Some(a.clone()));
-        cache.put("hc".into(), c.clone());
+        cache.put([1; 32], a.clone());
+        cache.put([2; 32], b.clone());
+        assert_eq!(cache.get(&[1; 32]), Some(a.clone()));
+        cache.put([3; 32], c.clone());
         assert!(cache.len() <= 2);
-        assert_eq!(cache.get("hc"), Some(c.clone()));
+        assert_eq!(cache.get(&[3; 32]), Some(c.clone()));
         cache.evict(&c.token_id);
-        assert_eq!(cache.get("hc"), None);
+        assert_eq!(cache.get(&[3; 32]), None);
 
         let short = TokenCache::new(Duration::ZERO, 10);
-        short.put("ha".into(), a);
-        assert_eq!(short.get("ha"), None);
+        short.put([1; 32], a);
+        assert_eq!(short.get(&[1; 32]), None);
     }
 }
