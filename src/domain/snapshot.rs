@@ -61,11 +61,12 @@ pub fn etag_for(revision: i64) -> String {
 
 /// Whether an `If-None-Match` header value names the given revision (`*` matches any).
 pub fn if_none_match_matches(header: &str, revision: i64) -> bool {
-    let current = etag_for(revision);
-    header
-        .split(',')
-        .map(str::trim)
-        .any(|tag| tag == "*" || tag == current || tag.strip_prefix("W/") == Some(current.as_str()))
+    let mut digits = itoa::Buffer::new();
+    let current = digits.format(revision);
+    header.split(',').map(str::trim).any(|tag| {
+        let strong = tag.strip_prefix("W/").unwrap_or(tag);
+        tag == "*" || strong.strip_prefix('"').and_then(|t| t.strip_suffix('"')) == Some(current)
+    })
 }
 
 #[cfg(test)]
@@ -79,5 +80,9 @@ mod tests {
         assert!(if_none_match_matches("*", 7));
         assert!(!if_none_match_matches("\"6\"", 7));
         assert!(!if_none_match_matches("7", 7));
+        assert!(!if_none_match_matches("\"", 7));
+        assert!(!if_none_match_matches("\"77\"", 7));
+        assert!(if_none_match_matches("\"-1\"", -1));
+        assert!(!if_none_match_matches("", 7));
     }
 }

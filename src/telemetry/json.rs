@@ -88,12 +88,12 @@ impl Visit for FieldsVisitor<'_> {
 
     fn record_i64(&mut self, field: &Field, value: i64) {
         self.key(field);
-        let _ = write!(self.out, "{value}");
+        self.out.push_str(itoa::Buffer::new().format(value));
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
         self.key(field);
-        let _ = write!(self.out, "{value}");
+        self.out.push_str(itoa::Buffer::new().format(value));
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
@@ -104,7 +104,7 @@ impl Visit for FieldsVisitor<'_> {
     fn record_f64(&mut self, field: &Field, value: f64) {
         self.key(field);
         if value.is_finite() {
-            let _ = write!(self.out, "{value}");
+            self.out.push_str(ryu::Buffer::new().format_finite(value));
         } else {
             self.out.push_str("null");
         }
@@ -132,7 +132,13 @@ thread_local! {
 
 /// Appends `s` as a JSON string, quotes included.
 pub fn push_json_str(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     let mut start = 0;
     for (i, b) in s.bytes().enumerate() {
         let escaped = match b {
@@ -162,14 +168,21 @@ fn write_timestamp(out: &mut String, now: SystemTime) {
     let secs = since.as_secs();
     let (year, month, day) = civil_from_days((secs / 86_400) as i64);
     let rem = secs % 86_400;
-    let _ = write!(
-        out,
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        since.subsec_micros()
-    );
+    let mut digits = *b"0000-00-00T00:00:00.000000Z";
+    let mut put = |at: usize, width: usize, mut value: u64| {
+        for i in (at..at + width).rev() {
+            digits[i] = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    };
+    put(0, 4, year.clamp(0, 9999) as u64);
+    put(5, 2, month.into());
+    put(8, 2, day.into());
+    put(11, 2, rem / 3600);
+    put(14, 2, rem / 60 % 60);
+    put(17, 2, rem % 60);
+    put(20, 6, since.subsec_micros().into());
+    out.push_str(std::str::from_utf8(&digits).unwrap_or_default());
 }
 
 /// The proleptic Gregorian date of a day count since 1970-01-01.
