@@ -43,6 +43,10 @@ use sagents_local_provider::{self as local_provider, Engine};
 use crate::db::Db;
 use crate::report::{Figures, Knobs};
 
+// The allocator of the deployed binary (`src/main.rs`), so the figures are the service's.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 const PROVIDER_TOKEN: &str = "bench-provider-token";
 
 async fn register(store: &Store, provider_id: &str, base_url: &str) {
