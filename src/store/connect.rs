@@ -22,8 +22,9 @@ const POSTGRES_CONNECTIONS: u32 = 16;
 /// How long a request waits for a PostgreSQL connection before it is answered 503: while the
 /// server is down every wait lasts this long (sqlx's default is 30 s).
 const POSTGRES_ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-/// Groups of lifecycle writes one replica may write at once on PostgreSQL.
-const GROUP_WRITERS: usize = 4;
+/// Groups of writes one replica may write at once on PostgreSQL. Fewer writers make larger
+/// groups: 2 gave a third more replies per second than 4, at a lower p99.
+const GROUP_WRITERS: usize = 2;
 
 impl Store {
     /// Opens the pools for `url` (`sqlite://path` — the file and its folder are created if

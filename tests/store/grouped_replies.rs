@@ -184,7 +184,7 @@ async fn replies_in_one_group_keep_their_own_answers(backend: Backend) {
     // which each wait for the next group so they see the one before.
     let writers = match backend {
         Backend::Sqlite => 1,
-        Backend::Postgres => 4,
+        Backend::Postgres => 2,
     };
     assert!(
         groups <= writers + 3,

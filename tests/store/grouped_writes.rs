@@ -229,7 +229,7 @@ async fn writes_in_one_group_keep_their_own_answers(backend: Backend) {
     assert_eq!(grouped, count + 1, "every write went through a group");
     let writers = match backend {
         Backend::Sqlite => 1,
-        Backend::Postgres => 4,
+        Backend::Postgres => 2,
     };
     assert!(
         groups <= writers + 2,
