@@ -1,6 +1,6 @@
 use serde_json::json;
 
-use super::rows::{self, OpenSuspension};
+use super::rows::{self, OpenSuspension, RunRecord};
 use super::run_batch::RunItem;
 use super::transition_batch::{Transition, TransitionItem};
 use super::tx::WriteTx;
@@ -121,6 +121,23 @@ impl Store {
         .map_err(StoreError::PolicyStale)
     }
 
+    /// The run, locked, if it is visible to `tenant` and belongs to `session_id`.
+    async fn session_run(
+        &self,
+        tx: &mut WriteTx,
+        tenant: Option<&str>,
+        session_id: &SessionId,
+        run_id: &RunId,
+    ) -> StoreResult<RunRecord> {
+        let rec = self
+            .visible_run(tx.conn(), tenant, run_id.as_str(), true)
+            .await?;
+        if &rec.run.session_id != session_id {
+            return Err(StoreError::NotFound("run"));
+        }
+        Ok(rec)
+    }
+
     /// The checks and writes of `cancel_run` in `tx`.
     pub(super) async fn cancel_in(
         &self,
@@ -129,12 +146,7 @@ impl Store {
         session_id: &SessionId,
         run_id: &RunId,
     ) -> StoreResult<Run> {
-        let rec = self
-            .visible_run(tx.conn(), tenant, run_id.as_str(), true)
-            .await?;
-        if &rec.run.session_id != session_id {
-            return Err(StoreError::NotFound("run"));
-        }
+        let rec = self.session_run(tx, tenant, session_id, run_id).await?;
         let to = rec.run.state.apply(RunEvent::Cancel).map_err(|_| {
             StoreError::conflict(
                 "run.terminal",
@@ -153,12 +165,7 @@ impl Store {
         run_id: &RunId,
         resolved_by: &str,
     ) -> StoreResult<Run> {
-        let rec = self
-            .visible_run(tx.conn(), tenant, run_id.as_str(), true)
-            .await?;
-        if &rec.run.session_id != session_id {
-            return Err(StoreError::NotFound("run"));
-        }
+        let rec = self.session_run(tx, tenant, session_id, run_id).await?;
         let to = rec.run.state.apply(RunEvent::Resume).map_err(|_| {
             StoreError::conflict(
                 "run.not_suspended",

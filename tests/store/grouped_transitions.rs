@@ -13,7 +13,7 @@ use sagents::domain::RunId;
 use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
-use super::{fx, hash, Fx};
+use super::{fx, hash, refuse_writes, Fx};
 
 #[tokio::test]
 async fn sqlite_transitions_in_one_group_keep_their_own_answers() {
@@ -192,46 +192,22 @@ async fn transitions_in_one_group_keep_their_own_answers(backend: Backend) {
 /// Makes the database refuse to mark `run`'s suspension `resolving`, and to log a cancel in
 /// `session`.
 async fn refuse(f: &Fx, run: &RunId, session: &Session) {
-    let raw = sqlx::AnyPool::connect(f.store.url()).await.unwrap();
-    let targets = [
-        (
-            "UPDATE",
-            "suspensions",
-            format!("NEW.status = 'resolving' AND NEW.run_id = '{run}'"),
-        ),
-        (
-            "INSERT",
-            "session_events",
-            format!(
-                "NEW.type = 'run.cancelled' AND NEW.session_id = '{}'",
-                session.id
+    let cancelled_in = format!(
+        "NEW.type = 'run.cancelled' AND NEW.session_id = '{}'",
+        session.id
+    );
+    refuse_writes(
+        f,
+        &[
+            (
+                "UPDATE",
+                "suspensions",
+                format!("NEW.status = 'resolving' AND NEW.run_id = '{run}'"),
             ),
-        ),
-    ];
-    let mut statements = Vec::new();
-    if f.store.backend() == Backend::Postgres {
-        statements.push(
-            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS \
-             $$ BEGIN RAISE EXCEPTION 'refused'; END $$"
-                .to_owned(),
-        );
-    }
-    for (on, table, when) in targets {
-        statements.push(match f.store.backend() {
-            Backend::Sqlite => format!(
-                "CREATE TRIGGER refuse_{table} BEFORE {on} ON {table} \
-                 WHEN {when} BEGIN SELECT RAISE(ABORT, 'refused'); END"
-            ),
-            Backend::Postgres => format!(
-                "CREATE TRIGGER refuse_{table} BEFORE {on} ON {table} FOR EACH ROW \
-                 WHEN ({when}) EXECUTE FUNCTION refuse()"
-            ),
-        });
-    }
-    for sql in statements {
-        sqlx::query(&sql).execute(&raw).await.unwrap();
-    }
-    raw.close().await;
+            ("INSERT", "session_events", cancelled_in),
+        ],
+    )
+    .await;
 }
 
 async fn a_transition_the_database_refuses_fails_alone(backend: Backend) {

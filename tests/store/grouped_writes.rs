@@ -13,7 +13,7 @@ use sagents::domain::RunId;
 use sagents::store::{Backend, StoreError};
 use serde_json::json;
 
-use super::{fx, hash, run_cmd, suspend_cmd, Fx};
+use super::{fx, hash, refuse_writes, run_cmd, suspend_cmd, Fx};
 
 #[tokio::test]
 async fn sqlite_writes_in_one_group_keep_their_own_answers() {
@@ -248,36 +248,19 @@ fn confirm(token: i64) -> sagents::domain::commands::ConfirmResumed {
 /// Triggers that make the database refuse a session titled `refused`, a run whose input
 /// is `{"refused": true}` and a checkpoint of codec `refused`.
 async fn refuse(f: &Fx) {
-    let raw = sqlx::AnyPool::connect(f.store.url()).await.unwrap();
-    let targets = [
-        ("sessions", "NEW.title = 'refused'"),
-        ("runs", "NEW.input = '{\"refused\":true}'"),
-        ("checkpoints", "NEW.codec_version = 'refused'"),
-    ];
-    let mut statements = Vec::new();
-    if f.store.backend() == Backend::Postgres {
-        statements.push(
-            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS \
-             $$ BEGIN RAISE EXCEPTION 'refused'; END $$"
-                .to_owned(),
-        );
-    }
-    for (table, when) in targets {
-        statements.push(match f.store.backend() {
-            Backend::Sqlite => format!(
-                "CREATE TRIGGER refuse_{table} BEFORE INSERT ON {table} \
-                 WHEN {when} BEGIN SELECT RAISE(ABORT, 'refused'); END"
+    refuse_writes(
+        f,
+        &[
+            ("INSERT", "sessions", "NEW.title = 'refused'".into()),
+            ("INSERT", "runs", "NEW.input = '{\"refused\":true}'".into()),
+            (
+                "INSERT",
+                "checkpoints",
+                "NEW.codec_version = 'refused'".into(),
             ),
-            Backend::Postgres => format!(
-                "CREATE TRIGGER refuse_{table} BEFORE INSERT ON {table} FOR EACH ROW \
-                 WHEN ({when}) EXECUTE FUNCTION refuse()"
-            ),
-        });
-    }
-    for sql in statements {
-        sqlx::query(&sql).execute(&raw).await.unwrap();
-    }
-    raw.close().await;
+        ],
+    )
+    .await;
 }
 
 async fn a_write_the_database_refuses_fails_alone(backend: Backend) {

@@ -181,3 +181,32 @@ pub fn reply(decision: &str) -> ReplyInteraction {
         expected_revision: None,
     }
 }
+
+/// Triggers that make the database refuse a write: `(INSERT or UPDATE, table, condition on NEW)`.
+pub async fn refuse_writes(f: &Fx, targets: &[(&str, &str, String)]) {
+    let raw = sqlx::AnyPool::connect(f.store.url()).await.unwrap();
+    let mut statements = Vec::new();
+    if f.store.backend() == Backend::Postgres {
+        statements.push(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN RAISE EXCEPTION 'refused'; END $$"
+                .to_owned(),
+        );
+    }
+    for (on, table, when) in targets {
+        statements.push(match f.store.backend() {
+            Backend::Sqlite => format!(
+                "CREATE TRIGGER refuse_{table} BEFORE {on} ON {table} \
+                 WHEN {when} BEGIN SELECT RAISE(ABORT, 'refused'); END"
+            ),
+            Backend::Postgres => format!(
+                "CREATE TRIGGER refuse_{table} BEFORE {on} ON {table} FOR EACH ROW \
+                 WHEN ({when}) EXECUTE FUNCTION refuse()"
+            ),
+        });
+    }
+    for sql in statements {
+        sqlx::query(&sql).execute(&raw).await.unwrap();
+    }
+    raw.close().await;
+}
