@@ -13,11 +13,13 @@ pub struct Metrics {
     pub lease_claims: AtomicU64,
     pub lease_takeovers: AtomicU64,
     pub fenced_rejections: AtomicU64,
-    /// Transactions the group commit wrote, and the record saves and lease hand-backs in them.
+    /// Transactions the group commit wrote, and the writes in them.
     pub group_commits: AtomicU64,
     pub grouped_writes: AtomicU64,
     /// Groups that failed as a whole, whose writes were then retried one by one.
     pub group_fallbacks: AtomicU64,
+    /// Snapshots read from the database: the snapshot cache did not have them.
+    pub snapshot_reads: AtomicU64,
     /// Requests currently held by a long-poll (snapshot or claims).
     pub long_polls_waiting: AtomicI64,
     pub http: HttpMetrics,
@@ -63,18 +65,23 @@ impl Metrics {
             ),
             (
                 "sagents_group_commits_total",
-                "Transactions that wrote lifecycle record saves and lease hand-backs together.",
+                "Transactions of the group commit: lifecycle record saves, lease hand-backs and the API's writes, written together.",
                 &self.group_commits,
             ),
             (
                 "sagents_grouped_writes_total",
-                "Lifecycle record saves and lease hand-backs written by those transactions.",
+                "Writes made by those transactions.",
                 &self.grouped_writes,
             ),
             (
                 "sagents_group_fallbacks_total",
                 "Grouped transactions that failed as a whole; their writes were retried alone.",
                 &self.group_fallbacks,
+            ),
+            (
+                "sagents_snapshot_reads_total",
+                "Session snapshots read from the database because the cache did not have them.",
+                &self.snapshot_reads,
             ),
         ];
         for (name, help, value) in counters {

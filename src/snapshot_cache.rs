@@ -22,6 +22,28 @@ const FOREVER: u64 = u64::MAX;
 pub struct SnapshotCache {
     entries: Mutex<Entries>,
     trust_ms: AtomicU64,
+    /// One turn per session being read from the database; readers that find one wait for it.
+    reads: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// A reader's turn at reading one session from the database (see `read_turn`).
+pub struct ReadTurn<'a> {
+    cache: &'a SnapshotCache,
+    session_id: String,
+    _turn: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl Drop for ReadTurn<'_> {
+    fn drop(&mut self) {
+        let mut reads = self.cache.reads.lock().unwrap_or_else(|e| e.into_inner());
+        // Held by the map and by this turn only: nobody waits, the turn is forgotten.
+        if reads
+            .get(&self.session_id)
+            .is_some_and(|turn| Arc::strong_count(turn) <= 2)
+        {
+            reads.remove(&self.session_id);
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -70,6 +92,7 @@ impl Default for SnapshotCache {
         Self {
             entries: Mutex::new(Entries::default()),
             trust_ms: AtomicU64::new(NEVER),
+            reads: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -89,6 +112,27 @@ impl SnapshotCache {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for this reader's turn at reading `session_id` from the database, so that
+    /// concurrent readers of a session make one read and the others find it cached. `None`
+    /// while nothing read is trusted: then every reader reads, without waiting.
+    pub async fn read_turn(&self, session_id: &str) -> Option<ReadTurn<'_>> {
+        if self.trust_ms.load(Ordering::Relaxed) == NEVER {
+            return None;
+        }
+        let turn = self
+            .reads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(session_id.to_owned())
+            .or_default()
+            .clone();
+        Some(ReadTurn {
+            cache: self,
+            session_id: session_id.to_owned(),
+            _turn: turn.lock_owned().await,
+        })
     }
 
     /// Call before reading from the database; pass the result to `confirm`.

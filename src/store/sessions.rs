@@ -10,7 +10,8 @@ use crate::domain::session::Session;
 use crate::domain::snapshot::Snapshot;
 use crate::domain::validate;
 use crate::domain::SessionId;
-use crate::snapshot_cache::Encoded;
+use crate::metrics::Metrics;
+use crate::snapshot_cache::{Encoded, SnapshotCache};
 
 const MAX_PAGE: u32 = 1000;
 
@@ -129,14 +130,15 @@ impl Store {
         id: &SessionId,
     ) -> StoreResult<Arc<Encoded>> {
         let cache = &self.inner.hub.cache;
-        if let Some(known) = cache.get(id.as_str()) {
-            if !sees(tenant, &known.tenant) {
-                return Err(StoreError::NotFound("session"));
-            }
-            if let Some(snapshot) = known.snapshot.filter(|s| s.revision() == known.revision) {
-                return Ok(snapshot);
-            }
+        if let Some(hit) = cached_snapshot(cache, tenant, id)? {
+            return Ok(hit);
         }
+        // Readers of one session take turns: those after the first find its read cached.
+        let _turn = cache.read_turn(id.as_str()).await;
+        if let Some(hit) = cached_snapshot(cache, tenant, id)? {
+            return Ok(hit);
+        }
+        Metrics::inc(&self.metrics().snapshot_reads);
         let epoch = cache.epoch();
         let mut tx = self.begin_consistent_read().await?;
         let session = find_session(&mut tx, tenant, id.as_str()).await?;
@@ -182,4 +184,20 @@ impl Store {
         );
         Ok(encoded)
     }
+}
+
+/// The cached snapshot of `id` if its revision is the current one; `NotFound` if the cache
+/// knows the session belongs to another tenant.
+fn cached_snapshot(
+    cache: &SnapshotCache,
+    tenant: Option<&str>,
+    id: &SessionId,
+) -> StoreResult<Option<Arc<Encoded>>> {
+    let Some(known) = cache.get(id.as_str()) else {
+        return Ok(None);
+    };
+    if !sees(tenant, &known.tenant) {
+        return Err(StoreError::NotFound("session"));
+    }
+    Ok(known.snapshot.filter(|s| s.revision() == known.revision))
 }

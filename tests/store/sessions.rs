@@ -1,5 +1,8 @@
 use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
 use std::time::Duration as StdDuration;
+
+use futures::future::join_all;
 
 use sagents::domain::commands::{CompleteRun, ConfirmResumed, CreateJob, CreateSession};
 use sagents::domain::job::JobState;
@@ -18,6 +21,7 @@ on_both_backends!(
     snapshot_lists_runs_and_pending_interactions_in_order,
     revision_moves_only_with_visible_changes,
     events_log_every_step_in_sequence,
+    concurrent_readers_of_a_changed_session_make_one_read,
 );
 
 async fn sessions_are_created_and_isolated_by_tenant(backend: Backend) {
@@ -397,4 +401,50 @@ async fn events_log_every_step_in_sequence(backend: Backend) {
         .await
         .unwrap()
         .is_empty());
+}
+
+async fn concurrent_readers_of_a_changed_session_make_one_read(backend: Backend) {
+    let f = fx(backend).await;
+    if backend == Backend::Postgres {
+        // As the change listener does once it listens: reads are trusted for a while.
+        f.store
+            .hub()
+            .cache
+            .set_trust(Some(StdDuration::from_secs(60)));
+    }
+    let s = f.session("acme").await;
+    let other = f.session("acme").await;
+    f.snapshot(&s).await;
+    let reads = || f.store.metrics().snapshot_reads.load(Ordering::Relaxed);
+    let before = reads();
+    f.snapshot(&s).await;
+    assert_eq!(
+        reads(),
+        before,
+        "an unchanged session is read from the cache"
+    );
+
+    // A change: every reader waiting on it then wants the new revision at once.
+    let run = f.run(&s).await;
+    let before = reads();
+    let snaps = join_all((0..20).map(|_| f.store.snapshot(Some("acme"), &s.id))).await;
+    assert_eq!(reads(), before + 1, "twenty readers, one database read");
+    for snap in &snaps {
+        let snap = snap.as_ref().unwrap();
+        assert_eq!(snap.runs.len(), 1);
+        assert_eq!(snap.runs[0].id, run.id);
+    }
+    // Turns are per session: readers of another session do not wait for this one.
+    let before = reads();
+    let (a, b) = tokio::join!(f.store.snapshot(Some("acme"), &other.id), async {
+        f.run(&s).await;
+        f.store.snapshot(Some("acme"), &s.id).await
+    });
+    assert_eq!(a.unwrap().runs.len(), 0);
+    assert_eq!(b.unwrap().runs.len(), 2);
+    assert_eq!(reads(), before + 2);
+    assert!(matches!(
+        f.store.snapshot(Some("globex"), &s.id).await,
+        Err(StoreError::NotFound("session"))
+    ));
 }
