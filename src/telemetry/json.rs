@@ -17,6 +17,9 @@ use tracing_subscriber::registry::LookupSpan;
 
 use super::context;
 
+/// A line buffer grown past this by one long line is not kept for the next.
+const MAX_REUSED_LINE: usize = 64 * 1024;
+
 /// Formats events as JSON lines (see the module's documentation).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JsonLine;
@@ -31,40 +34,62 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        let mut line = String::with_capacity(256);
-        line.push_str("{\"timestamp\":\"");
-        write_timestamp(&mut line, SystemTime::now());
-        line.push_str("\",\"level\":\"");
-        line.push_str(event.metadata().level().as_str());
-        line.push('"');
-        event.record(&mut FieldsVisitor { out: &mut line });
-        line.push_str(",\"target\":");
-        push_json_str(&mut line, event.metadata().target());
-        if let Some(id) = context::request_id() {
-            line.push_str(",\"request_id\":");
-            push_json_str(&mut line, &id);
-        }
-        if let Some(span) = ctx.lookup_current() {
-            line.push_str(",\"span\":{\"name\":");
-            push_json_str(&mut line, span.name());
-            let extensions = span.extensions();
-            if let Some(fields) = extensions.get::<FormattedFields<JsonFields>>() {
-                let inner = fields
-                    .fields
-                    .trim()
-                    .strip_prefix('{')
-                    .and_then(|f| f.strip_suffix('}'))
-                    .unwrap_or("");
-                if !inner.is_empty() {
-                    line.push(',');
-                    line.push_str(inner);
+        LINE.with(|reused| match reused.try_borrow_mut() {
+            Ok(mut line) => {
+                line.clear();
+                build_line(&mut line, ctx, event);
+                let written = writer.write_str(&line);
+                if line.capacity() > MAX_REUSED_LINE {
+                    *line = String::with_capacity(512);
                 }
+                written
             }
-            line.push('}');
-        }
-        line.push_str("}\n");
-        writer.write_str(&line)
+            // Only if formatting a value logged an event of its own.
+            Err(_) => {
+                let mut line = String::with_capacity(512);
+                build_line(&mut line, ctx, event);
+                writer.write_str(&line)
+            }
+        })
     }
+}
+
+/// The whole JSON line of `event`, newline included, appended to `line`.
+fn build_line<S>(line: &mut String, ctx: &FmtContext<'_, S, JsonFields>, event: &Event<'_>)
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    line.push_str("{\"timestamp\":\"");
+    write_timestamp(line, SystemTime::now());
+    line.push_str("\",\"level\":\"");
+    line.push_str(event.metadata().level().as_str());
+    line.push('"');
+    event.record(&mut FieldsVisitor { out: line });
+    line.push_str(",\"target\":");
+    push_json_str(line, event.metadata().target());
+    if let Some(id) = context::request_id() {
+        line.push_str(",\"request_id\":");
+        push_json_str(line, &id);
+    }
+    if let Some(span) = ctx.lookup_current() {
+        line.push_str(",\"span\":{\"name\":");
+        push_json_str(line, span.name());
+        let extensions = span.extensions();
+        if let Some(fields) = extensions.get::<FormattedFields<JsonFields>>() {
+            let inner = fields
+                .fields
+                .trim()
+                .strip_prefix('{')
+                .and_then(|f| f.strip_suffix('}'))
+                .unwrap_or("");
+            if !inner.is_empty() {
+                line.push(',');
+                line.push_str(inner);
+            }
+        }
+        line.push('}');
+    }
+    line.push_str("}\n");
 }
 
 /// Writes each field as `,"name":value`; `message` is named `message` like any other.
@@ -126,6 +151,8 @@ impl Visit for FieldsVisitor<'_> {
 }
 
 thread_local! {
+    /// The line being formatted, reused from one event to the next.
+    static LINE: RefCell<String> = RefCell::new(String::with_capacity(512));
     /// Debug-formatted values are written here first, to be escaped into the line.
     static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
 }
@@ -134,7 +161,11 @@ thread_local! {
 pub fn push_json_str(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
-    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    // No early exit, so the scan vectorizes; almost every string needs no escape.
+    let plain = !s.bytes().fold(false, |seen, b| {
+        seen | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if plain {
         out.push_str(s);
         out.push('"');
         return;
