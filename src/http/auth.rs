@@ -14,19 +14,25 @@ const MAX_SECRET_LEN: usize = 512;
 
 /// Resolves the caller of a request: 401 when the token is missing, unknown or revoked.
 pub async fn authenticate(headers: &HeaderMap, state: &AppState) -> Result<Principal, ApiError> {
+    look_up(bearer_secret(headers)?, state).await
+}
+
+/// The secret of `Authorization: Bearer <secret>`: 401 when missing or malformed.
+fn bearer_secret(headers: &HeaderMap) -> Result<&str, ApiError> {
     let value = headers.get(header::AUTHORIZATION).ok_or_else(|| {
         ApiError::unauthorized("this endpoint needs `Authorization: Bearer <token>`")
     })?;
-    let secret = value
+    value
         .to_str()
         .ok()
         .and_then(|v| v.split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, secret)| secret.trim())
         .filter(|s| !s.is_empty() && s.len() <= MAX_SECRET_LEN)
-        .ok_or_else(|| {
-            ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
-        })?;
+        .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <token>`"))
+}
+
+async fn look_up(secret: &str, state: &AppState) -> Result<Principal, ApiError> {
     state
         .tokens
         .authenticate(&state.store, secret)
@@ -80,8 +86,14 @@ impl<R: RoleMarker> FromRequestParts<AppState> for Auth<R> {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let principal = match parts.extensions.get::<Principal>() {
             Some(p) => p.clone(),
-            // Boxed: a long-poll should not carry a token lookup's state while it waits.
-            None => Box::pin(authenticate(&parts.headers, state)).await?,
+            None => {
+                let secret = bearer_secret(&parts.headers)?;
+                match state.tokens.cached(secret, &state.store) {
+                    Some(p) => p,
+                    // Boxed: a long-poll should not carry a token lookup's state while it waits.
+                    None => Box::pin(look_up(secret, state)).await?,
+                }
+            }
         };
         if !R::ROLES.contains(&principal.role) {
             let wanted: Vec<String> = R::ROLES.iter().map(|r| format!("`{r}`")).collect();

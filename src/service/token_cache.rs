@@ -47,17 +47,22 @@ impl TokenCache {
         store: &Store,
         secret: &str,
     ) -> StoreResult<Option<Principal>> {
-        let digest = secret_digest(secret);
-        if let Some(p) = self.get(&digest) {
-            if p.expires_at.is_none_or(|at| at > store.now()) {
-                return Ok(Some(p));
-            }
+        if let Some(p) = self.cached(secret, store) {
+            return Ok(Some(p));
         }
+        let digest = secret_digest(secret);
         let found = store.authenticate(&hex::encode(digest)).await?;
         if let Some(p) = &found {
             self.put(digest, p.clone());
         }
         Ok(found)
+    }
+
+    /// The principal of a bearer secret if this cache knows it and it has not expired; no
+    /// database read.
+    pub fn cached(&self, secret: &str, store: &Store) -> Option<Principal> {
+        self.get(&secret_digest(secret))
+            .filter(|p| p.expires_at.is_none_or(|at| at > store.now()))
     }
 
     fn get(&self, digest: &Digest) -> Option<Principal> {
