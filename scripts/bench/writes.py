@@ -7,37 +7,17 @@ usage: writes.py sessions BASE_URL FRONTEND_TOKEN COUNT OUT   # COUNT sessions, 
                                                                #   interaction of those sessions
 Prints how many lines it wrote.
 """
-import http.client
-import json
 import sys
 import threading
-from urllib.parse import urlparse
 
-
-class Client:
-    def __init__(self, base):
-        u = urlparse(base)
-        self.conn = http.client.HTTPConnection(u.hostname, u.port)
-
-    def call(self, method, path, token, body=None):
-        headers = {"authorization": f"Bearer {token}"}
-        data = None
-        if body is not None:
-            data = json.dumps(body)
-            headers["content-type"] = "application/json"
-        self.conn.request(method, path, body=data, headers=headers)
-        r = self.conn.getresponse()
-        raw = r.read()
-        if r.status >= 300:
-            raise SystemExit(f"{method} {path} -> {r.status} {raw[:300]!r}")
-        return json.loads(raw) if raw else None
+from seed import Client
 
 
 def sessions(base, token, count, out):
     c = Client(base)
     with open(out, "w") as f:
         for _ in range(count):
-            s = c.call("POST", "/v1/sessions", token, {"title": "bench writes", "metadata": {"k": "v"}})
+            s, _ = c.call("POST", "/v1/sessions", token, {"title": "bench writes", "metadata": {"k": "v"}})
             f.write(s["id"] + "\n")
     return count
 
@@ -47,7 +27,7 @@ def claim(base, token, out):
     n = 0
     with open(out, "w") as f:
         while True:
-            got = c.call("POST", "/v1/runtime/claims", token, {"worker_id": "bench-writes", "max": 100, "wait_seconds": 0})
+            got, _ = c.call("POST", "/v1/runtime/claims", token, {"worker_id": "bench-writes", "max": 100, "wait_seconds": 0})
             for cl in got["claims"]:
                 f.write(f"/v1/runs/{cl['run']['id']}/suspend\t{cl['lease']['fencing_token']}\n")
             n += len(got["claims"])
@@ -62,7 +42,7 @@ def pending(base, token, sessions_file, out):
     def work(part):
         c = Client(base)
         for sid in part:
-            snap = c.call("GET", f"/v1/sessions/{sid}/snapshot", token)
+            snap, _ = c.call("GET", f"/v1/sessions/{sid}/snapshot", token)
             found = [f"/v1/sessions/{sid}/interactions/{p['id']}/reply" for p in snap["pending_interactions"]]
             with lock:
                 paths.extend(found)
