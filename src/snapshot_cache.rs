@@ -116,10 +116,17 @@ impl SnapshotCache {
 
     /// Waits for this reader's turn at reading `session_id` from the database, so that
     /// concurrent readers of a session make one read and the others find it cached. `None`
-    /// while nothing read is trusted: then every reader reads, without waiting.
+    /// while nothing read is trusted, or while a full cache could not keep this session's
+    /// read: then every reader reads, without waiting.
     pub async fn read_turn(&self, session_id: &str) -> Option<ReadTurn<'_>> {
         if self.trust_ms.load(Ordering::Relaxed) == NEVER {
             return None;
+        }
+        {
+            let entries = self.lock();
+            if entries.map.len() >= MAX_ENTRIES && !entries.map.contains_key(session_id) {
+                return None;
+            }
         }
         let turn = self
             .reads
@@ -274,6 +281,29 @@ mod tests {
         assert_eq!(c.lock().map.len(), MAX_ENTRIES);
         assert!(c.get("s0").is_some());
         assert!(c.get(&format!("s{}", MAX_ENTRIES + 1)).is_none());
+    }
+
+    #[tokio::test]
+    async fn readers_take_turns_only_where_the_read_can_be_kept() {
+        let c = SnapshotCache::default();
+        assert!(c.read_turn("s0").await.is_none(), "nothing trusted yet");
+        c.set_trust(None);
+        let first = c.read_turn("s0").await;
+        assert!(first.is_some());
+        assert!(c.read_turn("s1").await.is_some(), "turns are per session");
+        drop(first);
+        assert!(
+            c.reads.lock().unwrap().is_empty(),
+            "a turn nobody waits for is forgotten"
+        );
+        for n in 0..MAX_ENTRIES {
+            c.confirm(c.epoch(), &format!("s{n}"), "t", 1, None);
+        }
+        assert!(c.read_turn("s0").await.is_some());
+        assert!(
+            c.read_turn("elsewhere").await.is_none(),
+            "a full cache would not keep that read: no turns"
+        );
     }
 
     #[test]
