@@ -128,13 +128,14 @@ impl SnapshotCache {
                 return None;
             }
         }
-        let turn = self
-            .reads
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(session_id.to_owned())
-            .or_default()
-            .clone();
+        let turn = {
+            let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+            if reads.len() >= MAX_ENTRIES {
+                // Turns left behind by readers that gave up while waiting.
+                reads.retain(|_, turn| Arc::strong_count(turn) > 1);
+            }
+            reads.entry(session_id.to_owned()).or_default().clone()
+        };
         Some(ReadTurn {
             cache: self,
             session_id: session_id.to_owned(),
