@@ -113,6 +113,30 @@ impl GroupCommit {
     }
 }
 
+/// A kind of write that a group writes in one transaction, each with its own answer.
+pub(super) trait Answered: Sized + Sync {
+    type Answer: Send;
+
+    /// `items` in one transaction: each one's answer, in order, or `None` for one to be
+    /// written again alone.
+    fn write_in_one<'a>(
+        store: &'a Store,
+        items: &'a [&'a Self],
+    ) -> impl std::future::Future<Output = StoreResult<Vec<Option<StoreResult<Self::Answer>>>>> + Send + 'a;
+}
+
+impl Answered for ReplyItem {
+    type Answer = ReplyOutcome;
+
+    fn write_in_one<'a>(
+        store: &'a Store,
+        items: &'a [&'a Self],
+    ) -> impl std::future::Future<Output = StoreResult<Vec<Option<StoreResult<ReplyOutcome>>>>> + Send + 'a
+    {
+        store.reply_in_one(items)
+    }
+}
+
 /// Runs `write` unless the database was already found unavailable; remembers if it is now.
 pub(super) async fn unless_down<T>(
     down: &mut Option<String>,
@@ -129,7 +153,7 @@ pub(super) async fn unless_down<T>(
 }
 
 /// Sends `answer` where `reply` points, once.
-pub(super) fn send_to<T>(reply: &mut Option<Reply<T>>, answer: StoreResult<T>) {
+fn send_to<T>(reply: &mut Option<Reply<T>>, answer: StoreResult<T>) {
     if let Some(reply) = reply.take() {
         let _ = reply.send(answer);
     }
@@ -148,55 +172,46 @@ impl Store {
         if item.effect != RunEffect::None {
             return self.save_alone(&item).await;
         }
-        let (reply, answer) = oneshot::channel();
-        self.inner.group.push(Pending::Save(Box::new(item), reply));
-        self.await_group(answer).await
+        self.grouped(|reply| Pending::Save(Box::new(item), reply))
+            .await
     }
 
     pub(super) async fn reply_grouped(&self, item: ReplyItem) -> StoreResult<ReplyOutcome> {
-        let (reply, answer) = oneshot::channel();
-        self.inner.group.push(Pending::Reply(Box::new(item), reply));
-        self.await_group(answer).await
+        self.grouped(|reply| Pending::Reply(Box::new(item), reply))
+            .await
     }
 
     pub(super) async fn create_session_grouped(&self, item: SessionItem) -> StoreResult<Session> {
-        let (reply, answer) = oneshot::channel();
-        self.inner
-            .group
-            .push(Pending::CreateSession(Box::new(item), reply));
-        self.await_group(answer).await
+        self.grouped(|reply| Pending::CreateSession(Box::new(item), reply))
+            .await
     }
 
     pub(super) async fn create_run_grouped(&self, item: RunItem) -> StoreResult<Run> {
-        let (reply, answer) = oneshot::channel();
-        self.inner
-            .group
-            .push(Pending::CreateRun(Box::new(item), reply));
-        self.await_group(answer).await
+        self.grouped(|reply| Pending::CreateRun(Box::new(item), reply))
+            .await
     }
 
     pub(super) async fn suspend_grouped(&self, item: SuspendItem) -> StoreResult<Run> {
-        let (reply, answer) = oneshot::channel();
-        self.inner
-            .group
-            .push(Pending::Suspend(Box::new(item), reply));
-        self.await_group(answer).await
+        self.grouped(|reply| Pending::Suspend(Box::new(item), reply))
+            .await
     }
 
     pub(super) async fn transition_grouped(
         &self,
         item: TransitionItem,
     ) -> StoreResult<Transitioned> {
-        let (reply, answer) = oneshot::channel();
-        self.inner
-            .group
-            .push(Pending::Transition(Box::new(item), reply));
-        self.await_group(answer).await
+        self.grouped(|reply| Pending::Transition(Box::new(item), reply))
+            .await
     }
 
     pub(super) async fn hand_back_grouped(&self, lease: HandBack) -> StoreResult<()> {
+        self.grouped(|reply| Pending::HandBack(lease, reply)).await
+    }
+
+    /// Queues one write for the next group and waits for its answer.
+    async fn grouped<T>(&self, pending: impl FnOnce(Reply<T>) -> Pending) -> StoreResult<T> {
         let (reply, answer) = oneshot::channel();
-        self.inner.group.push(Pending::HandBack(lease, reply));
+        self.inner.group.push(pending(reply));
         self.await_group(answer).await
     }
 
@@ -303,33 +318,43 @@ impl Store {
     /// reply of the group resolved is written after the group, alone, so it sees that one.
     async fn write_replies(&self, items: &[ReplyItem], answers: Vec<Reply<ReplyOutcome>>) {
         let refs: Vec<&ReplyItem> = items.iter().collect();
-        let mut answers: Vec<Option<Reply<ReplyOutcome>>> = answers.into_iter().map(Some).collect();
-        match self.reply_in_one(&refs).await {
-            Ok(results) => {
+        self.write_answered(&refs, answers).await;
+    }
+
+    /// Writes `items` in one transaction and sends each the answer it got there. The writes
+    /// it left unanswered (`None`), or all of them if it failed, are then written one by one.
+    pub(super) async fn write_answered<I: Answered>(
+        &self,
+        items: &[&I],
+        replies: Vec<Reply<I::Answer>>,
+    ) {
+        let mut replies: Vec<Option<Reply<I::Answer>>> = replies.into_iter().map(Some).collect();
+        match I::write_in_one(self, items).await {
+            Ok(answers) => {
                 let metrics = self.metrics();
                 metrics.group_commits.fetch_add(1, Ordering::Relaxed);
                 metrics
                     .grouped_writes
                     .fetch_add(items.len() as u64, Ordering::Relaxed);
                 // A write without an answer yet keeps its reply: it is written alone below.
-                for (answer, result) in answers.iter_mut().zip(results) {
-                    if let Some(result) = result {
-                        send_to(answer, result);
+                for (reply, answer) in replies.iter_mut().zip(answers) {
+                    if let Some(answer) = answer {
+                        send_to(reply, answer);
                     }
                 }
             }
-            Err(e) if items.len() == 1 => send_to(&mut answers[0], Err(e)),
+            Err(e) if items.len() == 1 => send_to(&mut replies[0], Err(e)),
             Err(e) => {
                 Metrics::inc(&self.metrics().group_fallbacks);
-                tracing::warn!(error = %e, "a grouped reply failed: writing each alone");
+                tracing::warn!(error = %e, "a grouped write failed: writing each alone");
             }
         }
         let mut down = None;
-        for (item, answer) in refs.iter().zip(answers) {
-            let Some(reply) = answer else { continue };
+        for (item, reply) in items.iter().zip(replies) {
+            let Some(reply) = reply else { continue };
             let alone = async {
-                let mut results = self.reply_in_one(&[item]).await?;
-                results.pop().flatten().unwrap_or_else(|| Err(abandoned()))
+                let mut answers = I::write_in_one(self, &[*item]).await?;
+                answers.pop().flatten().unwrap_or_else(|| Err(abandoned()))
             };
             let _ = reply.send(unless_down(&mut down, alone).await);
         }

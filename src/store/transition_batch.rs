@@ -2,16 +2,13 @@
 //! transaction for the group, each write behind its own savepoint, so a refusal undoes only
 //! its own rows. A write the database itself refuses is retried alone after the group.
 
-use std::sync::atomic::Ordering;
-
 use tokio::sync::oneshot;
 
-use super::group::{send_to, unless_down};
+use super::group::Answered;
 use super::{Store, StoreError, StoreResult};
 use crate::domain::commands::ConfirmResumed;
 use crate::domain::run::Run;
 use crate::domain::{RunId, SessionId};
-use crate::metrics::Metrics;
 
 /// What a transition answers: the run, or the message of a confirmation that failed the run
 /// because its policy is stale (committed, then reported).
@@ -44,6 +41,18 @@ fn refused_by_database(e: &StoreError) -> bool {
     matches!(e, StoreError::Database(_) | StoreError::Unavailable(_))
 }
 
+impl Answered for TransitionItem {
+    type Answer = Transitioned;
+
+    fn write_in_one<'a>(
+        store: &'a Store,
+        items: &'a [&'a Self],
+    ) -> impl std::future::Future<Output = StoreResult<Vec<Option<StoreResult<Transitioned>>>>> + Send + 'a
+    {
+        store.transitions_in_one(items)
+    }
+}
+
 impl Store {
     pub(super) async fn write_transitions(&self, mut group: Vec<(TransitionItem, Reply)>) {
         if group.is_empty() {
@@ -53,39 +62,7 @@ impl Store {
         group.sort_by(|a, b| a.0.run_id.as_str().cmp(b.0.run_id.as_str()));
         let (items, replies): (Vec<_>, Vec<_>) = group.into_iter().unzip();
         let refs: Vec<&TransitionItem> = items.iter().collect();
-        let mut replies: Vec<Option<Reply>> = replies.into_iter().map(Some).collect();
-        match self.transitions_in_one(&refs).await {
-            Ok(answers) => {
-                let metrics = self.metrics();
-                metrics.group_commits.fetch_add(1, Ordering::Relaxed);
-                metrics
-                    .grouped_writes
-                    .fetch_add(items.len() as u64, Ordering::Relaxed);
-                // A write without an answer yet keeps its reply: it is written alone below.
-                for (reply, answer) in replies.iter_mut().zip(answers) {
-                    if let Some(answer) = answer {
-                        send_to(reply, answer);
-                    }
-                }
-            }
-            Err(e) if items.len() == 1 => send_to(&mut replies[0], Err(e)),
-            Err(e) => {
-                Metrics::inc(&self.metrics().group_fallbacks);
-                tracing::warn!(error = %e, "a grouped transition failed: writing each alone");
-            }
-        }
-        let mut down = None;
-        for (item, reply) in refs.iter().zip(replies) {
-            let Some(reply) = reply else { continue };
-            let alone = async {
-                let mut answers = self.transitions_in_one(&[item]).await?;
-                answers
-                    .pop()
-                    .flatten()
-                    .unwrap_or_else(|| Err(StoreError::Unavailable("abandoned".into())))
-            };
-            let _ = reply.send(unless_down(&mut down, alone).await);
-        }
+        self.write_answered(&refs, replies).await;
     }
 
     /// The transitions in one transaction: each one's answer, in order, or `None` for one the
