@@ -196,12 +196,13 @@ impl Store {
             .await
     }
 
-    pub(super) async fn transition_grouped(
-        &self,
-        item: TransitionItem,
-    ) -> StoreResult<Transitioned> {
-        self.grouped(|reply| Pending::Transition(Box::new(item), reply))
-            .await
+    /// A cancel, resume or resume confirmation through the group commit. A confirmation that
+    /// failed the run because its policy is stale is committed, then reported as `PolicyStale`.
+    pub(super) async fn transition_grouped(&self, item: TransitionItem) -> StoreResult<Run> {
+        let done: Transitioned = self
+            .grouped(|reply| Pending::Transition(Box::new(item), reply))
+            .await?;
+        done.map_err(StoreError::PolicyStale)
     }
 
     pub(super) async fn hand_back_grouped(&self, lease: HandBack) -> StoreResult<()> {

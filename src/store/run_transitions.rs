@@ -7,7 +7,7 @@ use super::run_fence::{expected_hashes, invalid_state, latest_checkpoint, Outcom
 use super::suspend_batch::SuspendItem;
 use super::transition_batch::{Transition, TransitionItem};
 use super::tx::WriteTx;
-use super::{Store, StoreError, StoreResult};
+use super::{Store, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::commands::{CompleteRun, ConfirmResumed, FailRun, SuspendRun};
 use crate::domain::run::{Run, RunEvent, RunState};
@@ -51,9 +51,7 @@ impl Store {
             run_id: run_id.clone(),
             kind: Transition::Resumed(cmd.clone()),
         })
-        .await?
-        // A stale policy is committed (the run is failed) and then reported.
-        .map_err(StoreError::PolicyStale)
+        .await
     }
 
     /// Fenced: `running` → `completed` with the output; the lease is released.

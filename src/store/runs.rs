@@ -94,8 +94,7 @@ impl Store {
                 session_id: session_id.clone(),
             },
         })
-        .await?
-        .map_err(StoreError::PolicyStale)
+        .await
     }
 
     /// Explicit resume of a `suspended` run whose suspension has no pending interaction
@@ -117,8 +116,7 @@ impl Store {
                 resolved_by: resolved_by.to_owned(),
             },
         })
-        .await?
-        .map_err(StoreError::PolicyStale)
+        .await
     }
 
     /// The run, locked, if it is visible to `tenant` and belongs to `session_id`.
