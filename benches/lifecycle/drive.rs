@@ -186,15 +186,34 @@ pub struct Groups {
     pub writes: u64,
     /// Runs leased by lifecycle claims.
     pub claimed: u64,
+    /// CPU time of the whole process (user + system), in microseconds.
+    pub cpu_us: u64,
+    /// Context switches of the whole process (voluntary and not).
+    pub switches: u64,
+}
+
+/// The process's CPU time in microseconds and its context switches so far.
+fn usage() -> (u64, u64) {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    (
+        us(u.ru_utime) + us(u.ru_stime),
+        (u.ru_nvcsw + u.ru_nivcsw) as u64,
+    )
 }
 
 impl Groups {
     fn now(store: &Store) -> Self {
         let m = store.metrics();
+        let (cpu_us, switches) = usage();
         Groups {
             commits: m.group_commits.load(Ordering::Relaxed),
             writes: m.grouped_writes.load(Ordering::Relaxed),
             claimed: m.lease_claims.load(Ordering::Relaxed),
+            cpu_us,
+            switches,
         }
     }
 
@@ -203,6 +222,8 @@ impl Groups {
             commits: self.commits - before.commits,
             writes: self.writes - before.writes,
             claimed: self.claimed - before.claimed,
+            cpu_us: self.cpu_us - before.cpu_us,
+            switches: self.switches - before.switches,
         }
     }
 }

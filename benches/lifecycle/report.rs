@@ -175,10 +175,13 @@ fn groups_cell(groups: &[Groups], n: usize) -> String {
         .iter()
         .map(|g| {
             format!(
-                "{:.2} group commits and {:.2} claimed runs per release, {:.1} writes per group",
+                "{:.2} group commits and {:.2} claimed runs per release, {:.1} writes per group, \
+                 {:.0} µs CPU and {:.1} context switches per release",
                 g.commits as f64 / n as f64,
                 g.claimed as f64 / n as f64,
-                g.writes as f64 / g.commits.max(1) as f64
+                g.writes as f64 / g.commits.max(1) as f64,
+                g.cpu_us as f64 / n as f64,
+                g.switches as f64 / n as f64
             )
         })
         .collect::<Vec<_>>()
@@ -227,6 +230,22 @@ pub fn print(k: &Knobs, figures: &[Figures], took: Duration, dropped_log_lines: 
         &mut out,
         "no-op releases/s ÷ floor tx/s",
         cells(&|f| ratio(&f.noop, &f.floor)),
+        "",
+    );
+    row(
+        &mut out,
+        "no-op: process CPU µs / context switches per release",
+        cells(&|f| {
+            let per = |v: fn(&Groups) -> u64| {
+                let each: Vec<f64> = f
+                    .noop_groups
+                    .iter()
+                    .map(|g| v(g) as f64 / k.n as f64)
+                    .collect();
+                median(&each)
+            };
+            format!("{:.0} / {:.1}", per(|g| g.cpu_us), per(|g| g.switches))
+        }),
         "",
     );
     row(
