@@ -9,12 +9,39 @@ use super::rows::{
     self, InteractionRecord, RunRecord, INTERACTION_COLS, JOB_COLS, RESOURCE_COLS, RUN_RECORD_COLS,
     SUSPENSION_COLS,
 };
-use super::{Store, StoreResult};
+use super::{Backend, Store, StoreResult};
 use crate::domain::interaction::Suspension;
 use crate::domain::job::Job;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::ResourceState;
 use crate::domain::RunId;
+
+/// Placeholders numbered in the order they appear in the statement, so parameters are bound
+/// in that order: `$1, $2, …` on PostgreSQL, anonymous `?` on SQLite (which binds each
+/// `$N` of a statement by a linear search of its names: slow for hundreds of parameters).
+pub(super) struct Placeholders {
+    backend: Backend,
+    count: usize,
+}
+
+impl Placeholders {
+    pub fn new(backend: Backend) -> Self {
+        Self { backend, count: 0 }
+    }
+
+    pub fn next(&mut self) -> String {
+        self.count += 1;
+        match self.backend {
+            Backend::Sqlite => "?".to_owned(),
+            Backend::Postgres => format!("${}", self.count),
+        }
+    }
+
+    /// `n` placeholders separated by commas.
+    pub fn row(&mut self, n: usize) -> String {
+        (0..n).map(|_| self.next()).collect::<Vec<_>>().join(", ")
+    }
+}
 
 /// `$first, $first+1, …` for `n` parameters.
 pub(super) fn params(first: usize, n: usize) -> String {

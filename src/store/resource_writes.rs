@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::batch_reads::{bind_ids, params, value_rows};
+use super::batch_reads::{bind_ids, params, value_rows, Placeholders};
 use super::resource_hooks::lifecycle_event;
-use super::rows::{self, RunRecord, RESOURCE_COLS};
+use super::rows::{self, RunRecord};
 use super::run_fence::Outcome;
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
-use crate::clock::to_millis;
+use crate::clock::{from_millis, to_millis};
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::ResourceState;
 use crate::domain::resource::RunEffect;
@@ -46,6 +46,25 @@ const WRITE_COLS: usize = 24;
 
 fn flag(value: bool) -> i64 {
     i64::from(value)
+}
+
+/// `record` as the write above stores it: the version bumped, `updated_at` = `now`, and every
+/// time at the millisecond the database keeps. The columns no write changes (provider, spec,
+/// resolved spec hash) were read with the record.
+fn as_stored(record: &ExecutionResourceRecord, now: DateTime<Utc>) -> ExecutionResourceRecord {
+    let ms = |t: DateTime<Utc>| from_millis(to_millis(t));
+    let mut r = record.clone();
+    r.version += 1;
+    r.updated_at = ms(now);
+    for t in [
+        &mut r.release_requested_at,
+        &mut r.released_at,
+        &mut r.next_retry_at,
+        &mut r.due_at,
+    ] {
+        *t = t.map(ms);
+    }
+    r
 }
 
 impl Store {
@@ -179,7 +198,8 @@ impl Store {
     }
 
     /// One statement for every item that passed its checks; the fence and the version are
-    /// checked again in it. Returns the stored records by run id.
+    /// checked again in it. Returns the stored records by run id: what was written, with the
+    /// version bumped and the timestamps as stored.
     async fn write_resources(
         &self,
         tx: &mut WriteTx,
@@ -188,6 +208,15 @@ impl Store {
         if items.is_empty() {
             return Ok(HashMap::new());
         }
+        // Placeholders are numbered in the order they appear, which is the order of binding:
+        // SQLite binds anonymous ones without looking each name up in a list of them all.
+        let mut p = Placeholders::new(self.backend());
+        let (since, updated) = (p.next(), p.next());
+        let values = (0..items.len())
+            .map(|_| format!("({})", p.row(WRITE_COLS)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let live = p.next();
         let sql = format!(
             "UPDATE execution_resources SET generation = v.column3, sandbox_ref = v.column4, \
              state = v.column5, disposition = v.column6, sandbox_checkpoint = v.column7, \
@@ -199,17 +228,17 @@ impl Store {
              bind_idempotency_key = v.column18, retry_count = v.column19, \
              next_retry_at = v.column20, due_at = v.column21, error = v.column22, \
              provider_generation = v.column24, version = version + 1, \
-             state_since = CASE WHEN state = v.column5 THEN state_since ELSE $1 END, \
-             updated_at = $1 \
-             FROM (VALUES {}) AS v \
+             state_since = CASE WHEN state = v.column5 THEN state_since ELSE {since} END, \
+             updated_at = {updated} \
+             FROM (VALUES {values}) AS v \
              WHERE execution_resources.run_id = v.column1 \
                AND execution_resources.version = v.column2 \
                AND EXISTS (SELECT 1 FROM runs WHERE runs.id = v.column1 \
-                 AND runs.fencing_token = v.column23 AND runs.lease_expires_at > $1) \
-             RETURNING {RESOURCE_COLS}",
-            value_rows(2, items.len(), WRITE_COLS)
+                 AND runs.fencing_token = v.column23 AND runs.lease_expires_at > {live}) \
+             RETURNING execution_resources.run_id"
         );
-        let mut query = sqlx::query(&sql).bind(to_millis(tx.now));
+        let now = to_millis(tx.now);
+        let mut query = sqlx::query(&sql).bind(now).bind(now);
         for item in items {
             let r = &item.record;
             query = query
@@ -243,15 +272,17 @@ impl Store {
                 .bind(item.fencing_token)
                 .bind(r.provider_generation);
         }
-        query
-            .fetch_all(tx.conn())
-            .await?
-            .iter()
-            .map(|row| {
-                let record = rows::resource(row)?;
-                Ok((record.run_id.as_str().to_owned(), record))
-            })
-            .collect()
+        let landed = query.bind(now).fetch_all(tx.conn()).await?;
+        let mut by_id: HashMap<&str, &SaveItem> =
+            items.iter().map(|i| (i.run_id.as_str(), *i)).collect();
+        let mut saved = HashMap::with_capacity(landed.len());
+        for row in &landed {
+            let id = rows::text(row, "run_id")?;
+            if let Some(item) = by_id.remove(id.as_str()) {
+                saved.insert(id, as_stored(&item.record, tx.now));
+            }
+        }
+        Ok(saved)
     }
 
     /// A claimed record is deferred to its lease's expiry, so that claims never scan past
