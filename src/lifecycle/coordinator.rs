@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use tracing::Instrument;
 
 mod calls;
+mod intent;
 mod labels;
 mod rebase;
 use calls::call_status;
@@ -143,6 +144,32 @@ impl Coordinator {
         self.store.now()
     }
 
+    /// Claims up to `max` due runs for `holder`, writing each one's first intent (the release
+    /// or bind its first step is about to ask for) in the claim's own transaction.
+    pub async fn claim(
+        &self,
+        holder: &str,
+        max: u32,
+        ttl: chrono::Duration,
+    ) -> Result<Vec<LifecycleWork>, StoreError> {
+        let mut from = Vec::new();
+        let work = self
+            .store
+            .claim_lifecycle_work_with(holder, max, ttl, &mut |work, now| {
+                let record = intent::first(work, now)?;
+                from.push((work.run.id.clone(), work.record.state));
+                Some(record)
+            })
+            .await?;
+        for (run_id, from) in from {
+            let moved = work.iter().find(|w| w.run.id == run_id);
+            if let Some(to) = moved.map(|w| w.record.state).filter(|to| *to != from) {
+                tracing::info!(run_id = %run_id, %from, %to, "execution resource moved");
+            }
+        }
+        Ok(work)
+    }
+
     /// Works on a leased run until nothing is due now, then hands the lease back.
     pub async fn process(&self, work: LifecycleWork) -> Result<Processed, CoordinatorError> {
         let LifecycleWork {
@@ -273,23 +300,9 @@ impl Coordinator {
         purpose: ReleasePurpose,
         now: DateTime<Utc>,
     ) -> Result<Step, CoordinatorError> {
-        let started = matches!(
-            w.record.state,
-            ResourceState::Active | ResourceState::ReleaseBlocked
-        );
-        // A release under way with another disposition or purpose is re-issued under its
-        // own key (the run ended meanwhile).
-        let reissued =
-            w.record.disposition != Some(disposition) || w.record.release_purpose != Some(purpose);
-        if started || reissued {
-            let intent = outcome::begin_release(
-                w.record.clone(),
-                disposition,
-                purpose,
-                w.suspension(),
-                now,
-            )?;
-            self.save(w, intent, RunEffect::None, Last::No).await?;
+        if let Some(intent) = intent::release(&w.record, disposition, purpose, w.suspension(), now)
+        {
+            self.save(w, intent?, RunEffect::None, Last::No).await?;
         } else if waiting_for_retry(&w.record, now) && w.run.state != RunState::Resuming {
             // A resuming run's release whose outcome is unknown is retried at once: the human
             // who answered does not wait out the backoff.
@@ -368,11 +381,8 @@ impl Coordinator {
         if waiting_for_retry(&w.record, now) {
             return self.defer(w).await;
         }
-        if kind != BindKind::Attach {
-            let intent = outcome::begin_bind(w.record.clone(), kind)?;
-            if intent != w.record {
-                self.save(w, intent, RunEffect::None, Last::No).await?;
-            }
+        if let Some(intent) = intent::bind(&w.record, kind) {
+            self.save(w, intent?, RunEffect::None, Last::No).await?;
         }
         let result = match self.client(&w.record.provider_id).await {
             Ok(client) => self.call_bind(&client, w, kind, now).await,

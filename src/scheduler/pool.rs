@@ -89,8 +89,8 @@ impl WorkerPool {
         let ttl = self.shared.ttl();
         let claimed = match self
             .shared
-            .store
-            .claim_lifecycle_work(&holder, RUN_ONCE_BATCH, ttl)
+            .coordinator
+            .claim(&holder, RUN_ONCE_BATCH, ttl)
             .await
         {
             Ok(items) => items,
@@ -233,11 +233,7 @@ impl Shared {
                 return None;
             }
             wake.borrow_and_update();
-            let wait = match self
-                .store
-                .claim_lifecycle_work(holder, self.config.batch, ttl)
-                .await
-            {
+            let wait = match self.coordinator.claim(holder, self.config.batch, ttl).await {
                 Ok(items) if !items.is_empty() => return Some(items),
                 Ok(_) => self.idle_wait().await,
                 Err(e) => {

@@ -1,6 +1,7 @@
 //! The coordinator's side of the store: claiming due lifecycle work under the per-run lease,
 //! fenced compare-and-set writes of the execution-resource record, and the operator's view.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use chrono::{DateTime, Duration, Utc};
@@ -8,12 +9,12 @@ use serde_json::json;
 
 use super::dialect::DueRuns;
 use super::resource_writes::{HandBack, SaveItem};
-use super::rows;
+use super::rows::{self, RunRecord};
 use super::runtime_claims::{lease_expiry, MAX_CLAIMS};
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
-use crate::domain::claim::Lease;
+use crate::domain::claim::{Lease, LeaseState};
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::{LifecycleWork, RunEffect};
 use crate::domain::validate::{self, ValidationError};
@@ -29,13 +30,35 @@ impl Store {
         max: u32,
         ttl: Duration,
     ) -> StoreResult<Vec<LifecycleWork>> {
+        self.claim_lifecycle_work_with(holder, max, ttl, &mut |_, _| None)
+            .await
+    }
+
+    /// `claim_lifecycle_work`, writing in the same transaction the record that `intent`
+    /// gives for a leased run (at the claim's `now`): the first write its holder would make,
+    /// fenced and version-checked like any save. The written record stays deferred to the
+    /// lease's expiry, as every claimed record is; the work carries it as stored.
+    pub async fn claim_lifecycle_work_with(
+        &self,
+        holder: &str,
+        max: u32,
+        ttl: Duration,
+        intent: &mut Intent<'_>,
+    ) -> StoreResult<Vec<LifecycleWork>> {
         validate::name("holder", holder)?;
         let max = max.min(MAX_CLAIMS);
         if max == 0 {
             return Ok(Vec::new());
         }
         let mut tx = self.write_tx().await?;
-        let result = self.grant_lifecycle_leases(&mut tx, holder, max, ttl).await;
+        let result = async {
+            let (mut work, takeovers) = self
+                .grant_lifecycle_leases(&mut tx, holder, max, ttl)
+                .await?;
+            self.write_intents(&mut tx, &mut work, intent).await?;
+            Ok((work, takeovers))
+        }
+        .await;
         let (mut work, takeovers) = tx.finish(self, result).await?;
         let metrics = self.metrics();
         metrics
@@ -141,6 +164,10 @@ impl Store {
     }
 }
 
+/// The first write of a leased run's holder, decided from what the claim gathered.
+pub type Intent<'a> =
+    dyn FnMut(&LifecycleWork, DateTime<Utc>) -> Option<ExecutionResourceRecord> + Send + 'a;
+
 fn check_record(run_id: &RunId, record: &ExecutionResourceRecord) -> StoreResult<()> {
     if &record.run_id != run_id {
         return Err(ValidationError::new("run_id", "the record belongs to another run").into());
@@ -155,6 +182,57 @@ fn check_record(run_id: &RunId, record: &ExecutionResourceRecord) -> StoreResult
 }
 
 impl Store {
+    /// Writes the intents `intent` gives for freshly leased `work`, and puts each stored
+    /// record in its work. One that fails its checks leaves its work as it was claimed.
+    async fn write_intents(
+        &self,
+        tx: &mut WriteTx,
+        work: &mut [LifecycleWork],
+        intent: &mut Intent<'_>,
+    ) -> StoreResult<()> {
+        let mut items = Vec::new();
+        let mut runs = HashMap::new();
+        for (i, w) in work.iter().enumerate() {
+            let Some(mut record) = intent(w, tx.now) else {
+                continue;
+            };
+            record.due_at = record.due_at.map(|at| at.max(w.lease.expires_at));
+            let lease = LeaseState {
+                lease_id: Some(w.lease.lease_id.as_str().to_owned()),
+                fencing_token: Some(w.lease.fencing_token),
+                expires_at: Some(w.lease.expires_at),
+            };
+            let run = RunRecord {
+                run: w.run.clone(),
+                lease,
+                tenant_id: w.tenant_id.clone(),
+            };
+            runs.insert(w.run.id.as_str().to_owned(), run);
+            let item = SaveItem {
+                run_id: w.run.id.clone(),
+                fencing_token: w.lease.fencing_token,
+                record,
+                effect: RunEffect::None,
+                hand_back: false,
+            };
+            items.push((i, item));
+        }
+        if items.is_empty() {
+            return Ok(());
+        }
+        let (at, items): (Vec<usize>, Vec<SaveItem>) = items.into_iter().unzip();
+        // Leased to this claim's holders: nobody else may take them, so no work to announce.
+        let announced = tx.announces_work();
+        let saved = self.save_batch_in(tx, &items, &runs).await?;
+        tx.set_work(announced);
+        for (i, result) in at.into_iter().zip(saved) {
+            if let Ok(record) = result {
+                work[i].record = record;
+            }
+        }
+        Ok(())
+    }
+
     /// Leases due records' runs and gathers what the coordinator plans from; returns the
     /// take-over count.
     async fn grant_lifecycle_leases(

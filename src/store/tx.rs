@@ -111,6 +111,15 @@ impl WriteTx {
         self.work = true;
     }
 
+    /// Whether the commit will announce work; `set_work` puts back what it was.
+    pub fn announces_work(&self) -> bool {
+        self.work
+    }
+
+    pub fn set_work(&mut self, work: bool) {
+        self.work = work;
+    }
+
     /// Begins one write of a group behind a savepoint: what it collects is kept apart until
     /// `keep` adds it to the rest, or `discard` undoes its rows and drops it.
     pub async fn savepoint(&mut self) -> StoreResult<Staged> {
