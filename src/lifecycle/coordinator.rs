@@ -144,32 +144,6 @@ impl Coordinator {
         self.store.now()
     }
 
-    /// Claims up to `max` due runs for `holder`, writing each one's first intent (the release
-    /// or bind its first step is about to ask for) in the claim's own transaction.
-    pub async fn claim(
-        &self,
-        holder: &str,
-        max: u32,
-        ttl: chrono::Duration,
-    ) -> Result<Vec<LifecycleWork>, StoreError> {
-        let mut from = Vec::new();
-        let work = self
-            .store
-            .claim_lifecycle_work_with(holder, max, ttl, &mut |work, now| {
-                let record = intent::first(work, now)?;
-                from.push((work.run.id.clone(), work.record.state));
-                Some(record)
-            })
-            .await?;
-        for (run_id, from) in from {
-            let moved = work.iter().find(|w| w.run.id == run_id);
-            if let Some(to) = moved.map(|w| w.record.state).filter(|to| *to != from) {
-                tracing::info!(run_id = %run_id, %from, %to, "execution resource moved");
-            }
-        }
-        Ok(work)
-    }
-
     /// Works on a leased run until nothing is due now, then hands the lease back.
     pub async fn process(&self, work: LifecycleWork) -> Result<Processed, CoordinatorError> {
         let LifecycleWork {

@@ -1,10 +1,10 @@
 //! The intent a step writes before its provider call (the release or bind it is about to
 //! ask for), decided in one place for the step itself and for the claim that leases the run,
-//! which writes the first step's intent in its own transaction.
+//! which writes the first step's intent in its own transaction (`Coordinator::claim`).
 
 use chrono::{DateTime, Utc};
 
-use super::waiting_for_retry;
+use super::{waiting_for_retry, Coordinator};
 use crate::domain::interaction::SuspensionReason;
 use crate::domain::resource::{ExecutionResourceRecord, LifecycleWork, ReleasePurpose};
 use crate::domain::resource::{ResourceState, ResourceTransitionError};
@@ -12,6 +12,35 @@ use crate::domain::sandbox::ReleaseDisposition;
 use crate::domain::SuspensionId;
 use crate::lifecycle::outcome::{self, BindKind};
 use crate::lifecycle::plan::{self, plan, Action, PlanInput};
+use crate::store::StoreError;
+
+impl Coordinator {
+    /// Claims up to `max` due runs for `holder`, writing each one's first intent (the release
+    /// or bind its first step is about to ask for) in the claim's own transaction.
+    pub async fn claim(
+        &self,
+        holder: &str,
+        max: u32,
+        ttl: chrono::Duration,
+    ) -> Result<Vec<LifecycleWork>, StoreError> {
+        let mut from = Vec::new();
+        let work = self
+            .store
+            .claim_lifecycle_work_with(holder, max, ttl, &mut |work, now| {
+                let record = first(work, now)?;
+                from.push((work.run.id.clone(), work.record.state));
+                Some(record)
+            })
+            .await?;
+        for (run_id, from) in from {
+            let moved = work.iter().find(|w| w.run.id == run_id);
+            if let Some(to) = moved.map(|w| w.record.state).filter(|to| *to != from) {
+                tracing::info!(run_id = %run_id, %from, %to, "execution resource moved");
+            }
+        }
+        Ok(work)
+    }
+}
 
 /// The release intent to write before calling `release`: for a release that has not begun
 /// (the record still holds compute), or one re-issued with another disposition or purpose
