@@ -106,17 +106,18 @@ async fn sandboxed_run(store: &Store) -> sagents::domain::RunId {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_provision_keeps_its_lease_against_another_replica() {
-    let provider = provider_with_faults("provision=delay_ms=4000:times=1").await;
+    let provider = provider_with_faults("provision=delay_ms=8000:times=1").await;
     let (url, _db) = db::fresh_url(Backend::Postgres).await;
     let a = replica_store(&url).await;
     a.migrate().await.unwrap();
     let b = replica_store(&url).await;
     register(&a, &provider).await;
     let (stop, _) = watch::channel(false);
-    // A 3 s lease is renewed every second while the provider takes 4 s.
+    // A 6 s lease is renewed every 2 s while the provider takes 8 s: a renewal that a loaded
+    // machine wakes up to 4 s late still lands.
     let pools = [
-        pool(&a, "replica-a", 3, &stop),
-        pool(&b, "replica-b", 3, &stop),
+        pool(&a, "replica-a", 6, &stop),
+        pool(&b, "replica-b", 6, &stop),
     ];
     let run = sandboxed_run(&a).await;
     until(|| async {
