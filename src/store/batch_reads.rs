@@ -278,4 +278,15 @@ mod tests {
         assert_eq!(value_rows(2, 2, 3), "($2, $3, $4), ($5, $6, $7)");
         assert_eq!(params(1, 0), "");
     }
+
+    #[test]
+    fn ordered_placeholders_follow_the_binding_order_on_each_backend() {
+        let mut pg = Placeholders::new(Backend::Postgres);
+        assert_eq!(
+            (pg.next(), pg.row(2), pg.next()),
+            ("$1".into(), "$2, $3".into(), "$4".into())
+        );
+        let mut lite = Placeholders::new(Backend::Sqlite);
+        assert_eq!((lite.next(), lite.row(2)), ("?".into(), "?, ?".into()));
+    }
 }

@@ -80,7 +80,7 @@ pub(super) fn bind(
 /// The intent of the first step the coordinator will take on freshly leased `work`, with the
 /// `due_at` the step's own write would give it; `None` when that step writes none first
 /// (or would park on a refused transition, which it then does itself).
-pub fn first(work: &LifecycleWork, now: DateTime<Utc>) -> Option<ExecutionResourceRecord> {
+fn first(work: &LifecycleWork, now: DateTime<Utc>) -> Option<ExecutionResourceRecord> {
     let input = PlanInput {
         run_state: work.run.state,
         record: &work.record,
