@@ -4,6 +4,10 @@
 //! notifications) raises the known revision. Revisions read from the database are trusted for
 //! a configured window: forever with SQLite (this process is the only writer), briefly with
 //! PostgreSQL, so a missed cross-replica notification heals within that window.
+//!
+//! Revisions are small and kept for up to `MAX_ENTRIES` sessions. Snapshot bodies are kept as
+//! their JSON bytes only, within a byte budget: past it, the least recently read are dropped,
+//! and their sessions' next `200` reads the database again.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +21,10 @@ use crate::domain::snapshot::Snapshot;
 const MAX_ENTRIES: usize = 100_000;
 const NEVER: u64 = 0;
 const FOREVER: u64 = u64::MAX;
+/// Bytes of snapshot bodies kept unless configured otherwise.
+pub const DEFAULT_BODY_BUDGET: usize = 32 << 20;
+/// What a kept body costs beyond its JSON: its `Arc`, its `Bytes` and the allocator's rounding.
+const BODY_OVERHEAD: usize = 96;
 
 #[derive(Debug)]
 pub struct SnapshotCache {
@@ -46,28 +54,56 @@ impl Drop for ReadTurn<'_> {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Entries {
     map: HashMap<String, Entry>,
     /// Bumped on every clear, so a database read that started before it is not recorded.
     epoch: u64,
+    /// What the kept bodies cost, and what they may cost.
+    body_bytes: usize,
+    body_budget: usize,
+    /// Counts body reads: an entry's `used` is the count at its body's last read.
+    clock: u64,
 }
 
-/// A snapshot and its JSON body, encoded once per revision read: a `200` sends these bytes.
+impl Default for Entries {
+    fn default() -> Self {
+        Self {
+            map: HashMap::new(),
+            epoch: 0,
+            body_bytes: 0,
+            body_budget: DEFAULT_BODY_BUDGET,
+            clock: 0,
+        }
+    }
+}
+
+/// A snapshot's JSON body at one revision, encoded once: a `200` sends these bytes.
 #[derive(Debug, PartialEq)]
 pub struct Encoded {
-    pub snapshot: Snapshot,
+    revision: i64,
     pub json: Bytes,
 }
 
 impl Encoded {
-    pub fn new(snapshot: Snapshot) -> serde_json::Result<Self> {
-        let json = serde_json::to_vec(&snapshot)?.into();
-        Ok(Self { snapshot, json })
+    pub fn new(snapshot: &Snapshot) -> serde_json::Result<Self> {
+        Ok(Self {
+            revision: snapshot.session.revision,
+            json: serde_json::to_vec(snapshot)?.into(),
+        })
     }
 
     pub fn revision(&self) -> i64 {
-        self.snapshot.session.revision
+        self.revision
+    }
+
+    /// The snapshot these bytes encode.
+    pub fn decode(&self) -> serde_json::Result<Snapshot> {
+        serde_json::from_slice(&self.json)
+    }
+
+    fn cost(&self) -> usize {
+        self.json.len() + BODY_OVERHEAD
     }
 }
 
@@ -77,14 +113,34 @@ struct Entry {
     tenant: Option<String>,
     revision: i64,
     confirmed: Instant,
-    snapshot: Option<Arc<Encoded>>,
+    /// Only ever the body at `revision`.
+    body: Option<Arc<Encoded>>,
+    /// When the body was last read or kept (`Entries::clock`).
+    used: u64,
 }
 
-/// A cached view, valid for the caller only if its tenant matches.
-pub struct Known {
-    pub tenant: String,
-    pub revision: i64,
-    pub snapshot: Option<Arc<Encoded>>,
+impl Entry {
+    fn new(revision: i64) -> Self {
+        Self {
+            tenant: None,
+            revision,
+            confirmed: Instant::now(),
+            body: None,
+            used: 0,
+        }
+    }
+}
+
+/// What the cache knows of a session, for one caller.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cached {
+    /// The session belongs to a tenant the caller does not see.
+    Hidden,
+    /// The current revision, and the body at it when one is kept.
+    Visible {
+        revision: i64,
+        snapshot: Option<Arc<Encoded>>,
+    },
 }
 
 impl Default for SnapshotCache {
@@ -97,11 +153,80 @@ impl Default for SnapshotCache {
     }
 }
 
+impl Entries {
+    /// Puts `body` (or nothing) in place of `e`'s body, keeping the byte count.
+    fn set_body(body_bytes: &mut usize, e: &mut Entry, body: Option<Arc<Encoded>>) {
+        if let Some(old) = e.body.take() {
+            *body_bytes -= old.cost();
+        }
+        if let Some(new) = &body {
+            *body_bytes += new.cost();
+        }
+        e.body = body;
+    }
+
+    /// Past the budget, drops the least recently read bodies until they take three quarters
+    /// of it, so that a sweep of the map is needed only every quarter budget of new bodies.
+    fn fit_budget(&mut self) {
+        if self.body_bytes <= self.body_budget {
+            return;
+        }
+        let mut bodies: Vec<(u64, usize)> = self
+            .map
+            .values()
+            .filter_map(|e| e.body.as_ref().map(|b| (e.used, b.cost())))
+            .collect();
+        bodies.sort_unstable();
+        let target = self.body_budget / 4 * 3;
+        let mut left = self.body_bytes;
+        let mut oldest_kept = 0;
+        for (used, cost) in bodies {
+            if left <= target {
+                oldest_kept = used;
+                break;
+            }
+            left -= cost;
+            oldest_kept = used + 1;
+        }
+        for e in self.map.values_mut() {
+            if e.used < oldest_kept {
+                if let Some(old) = e.body.take() {
+                    self.body_bytes -= old.cost();
+                }
+            }
+        }
+    }
+
+    /// The next tick of the clock that orders body reads.
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    fn clear(&mut self) {
+        self.map.clear();
+        self.body_bytes = 0;
+        self.epoch += 1;
+    }
+}
+
 impl SnapshotCache {
     /// `None`: trust database reads until a commit says otherwise (single writer).
     pub fn set_trust(&self, window: Option<Duration>) {
         let ms = window.map_or(FOREVER, |w| u64::try_from(w.as_millis()).unwrap_or(FOREVER));
         self.trust_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// How many bytes of snapshot bodies this replica keeps (0: none).
+    pub fn set_body_budget(&self, bytes: usize) {
+        let mut entries = self.lock();
+        entries.body_budget = bytes;
+        entries.fit_budget();
+    }
+
+    /// What the kept bodies cost now, in bytes.
+    pub fn body_bytes(&self) -> usize {
+        self.lock().body_bytes
     }
 
     /// Stops trusting anything (notifications can no longer be relied on).
@@ -148,20 +273,32 @@ impl SnapshotCache {
         self.lock().epoch
     }
 
-    /// The session's current revision (and snapshot, when one was read at it), if trusted.
-    pub fn get(&self, session_id: &str) -> Option<Known> {
+    /// What is known of the session for a caller of `viewer` (`None`: every tenant), if
+    /// trusted.
+    pub fn get(&self, session_id: &str, viewer: Option<&str>) -> Option<Cached> {
         let trust = self.trust_ms.load(Ordering::Relaxed);
         if trust == NEVER {
             return None;
         }
-        let entries = self.lock();
-        let e = entries.map.get(session_id)?;
-        let tenant = e.tenant.clone()?;
+        let mut entries = self.lock();
+        let now = entries.clock + 1;
+        let Entries { map, clock, .. } = &mut *entries;
+        let e = map.get_mut(session_id)?;
+        let owner = e.tenant.as_deref()?;
         let fresh = trust == FOREVER || e.confirmed.elapsed() < Duration::from_millis(trust);
-        fresh.then(|| Known {
-            tenant,
+        if !fresh {
+            return None;
+        }
+        if viewer.is_some_and(|v| v != owner) {
+            return Some(Cached::Hidden);
+        }
+        if e.body.is_some() {
+            e.used = now;
+            *clock = now;
+        }
+        Some(Cached::Visible {
             revision: e.revision,
-            snapshot: e.snapshot.clone(),
+            snapshot: e.body.clone(),
         })
     }
 
@@ -184,27 +321,30 @@ impl SnapshotCache {
         if entries.map.len() >= MAX_ENTRIES && !entries.map.contains_key(session_id) {
             return;
         }
-        let e = entries
-            .map
+        let budget = entries.body_budget;
+        let now = entries.tick();
+        let Entries {
+            map, body_bytes, ..
+        } = &mut *entries;
+        let e = map
             .entry(session_id.to_owned())
-            .or_insert_with(|| Entry {
-                tenant: None,
-                revision,
-                confirmed: Instant::now(),
-                snapshot: None,
-            });
-        e.tenant = Some(tenant.to_owned());
+            .or_insert_with(|| Entry::new(revision));
+        if e.tenant.as_deref() != Some(tenant) {
+            e.tenant = Some(tenant.to_owned());
+        }
         // A commit published while this read was in flight may already know a newer revision.
-        if revision >= e.revision {
-            e.revision = revision;
-            e.confirmed = Instant::now();
-            if snapshot.is_some()
-                || e.snapshot
-                    .as_ref()
-                    .is_some_and(|s| s.revision() != revision)
-            {
-                e.snapshot = snapshot;
-            }
+        if revision < e.revision {
+            return;
+        }
+        e.revision = revision;
+        e.confirmed = Instant::now();
+        let snapshot = snapshot.filter(|s| s.revision() == revision && s.cost() <= budget);
+        if snapshot.is_some() {
+            Entries::set_body(body_bytes, e, snapshot);
+            e.used = now;
+            entries.fit_budget();
+        } else if e.body.as_ref().is_some_and(|s| s.revision() != revision) {
+            Entries::set_body(body_bytes, e, None);
         }
     }
 
@@ -212,106 +352,25 @@ impl SnapshotCache {
     pub fn published(&self, session_id: &str, revision: i64) {
         let mut entries = self.lock();
         if entries.map.len() >= MAX_ENTRIES && !entries.map.contains_key(session_id) {
-            entries.map.clear();
-            entries.epoch += 1;
+            entries.clear();
         }
-        let e = entries
-            .map
+        let Entries {
+            map, body_bytes, ..
+        } = &mut *entries;
+        let e = map
             .entry(session_id.to_owned())
-            .or_insert_with(|| Entry {
-                tenant: None,
-                revision,
-                confirmed: Instant::now(),
-                snapshot: None,
-            });
+            .or_insert_with(|| Entry::new(revision));
         if revision > e.revision {
             e.revision = revision;
-            e.snapshot = None;
+            Entries::set_body(body_bytes, e, None);
         }
     }
 
     /// Forgets everything (after notifications may have been missed).
     pub fn clear(&self) {
-        let mut entries = self.lock();
-        entries.map.clear();
-        entries.epoch += 1;
+        self.lock().clear();
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn untrusted_until_configured() {
-        let c = SnapshotCache::default();
-        c.confirm(c.epoch(), "s", "t", 3, None);
-        assert!(c.get("s").is_none());
-        c.set_trust(None);
-        c.confirm(c.epoch(), "s", "t", 3, None);
-        assert_eq!(c.get("s").map(|k| k.revision), Some(3));
-    }
-
-    #[test]
-    fn a_publish_wins_over_an_older_read_in_flight() {
-        let c = SnapshotCache::default();
-        c.set_trust(None);
-        let before_read = c.epoch();
-        // A commit lands while a read of revision 4 is in flight, before anything is cached.
-        c.published("s", 5);
-        assert!(c.get("s").is_none(), "the tenant is not known yet");
-        c.confirm(before_read, "s", "t", 4, None);
-        let k = c.get("s").unwrap();
-        assert_eq!((k.tenant.as_str(), k.revision), ("t", 5));
-        let stale = c.epoch();
-        c.clear();
-        c.confirm(stale, "s", "t", 4, None);
-        assert!(
-            c.get("s").is_none(),
-            "a read from before a clear is not recorded"
-        );
-    }
-
-    #[test]
-    fn reads_never_grow_the_map_past_its_bound() {
-        let c = SnapshotCache::default();
-        c.set_trust(None);
-        for n in 0..MAX_ENTRIES + 10 {
-            c.confirm(c.epoch(), &format!("s{n}"), "t", 1, None);
-        }
-        assert_eq!(c.lock().map.len(), MAX_ENTRIES);
-        assert!(c.get("s0").is_some());
-        assert!(c.get(&format!("s{}", MAX_ENTRIES + 1)).is_none());
-    }
-
-    #[tokio::test]
-    async fn readers_take_turns_only_where_the_read_can_be_kept() {
-        let c = SnapshotCache::default();
-        assert!(c.read_turn("s0").await.is_none(), "nothing trusted yet");
-        c.set_trust(None);
-        let first = c.read_turn("s0").await;
-        assert!(first.is_some());
-        assert!(c.read_turn("s1").await.is_some(), "turns are per session");
-        drop(first);
-        assert!(
-            c.reads.lock().unwrap().is_empty(),
-            "a turn nobody waits for is forgotten"
-        );
-        for n in 0..MAX_ENTRIES {
-            c.confirm(c.epoch(), &format!("s{n}"), "t", 1, None);
-        }
-        assert!(c.read_turn("s0").await.is_some());
-        assert!(
-            c.read_turn("elsewhere").await.is_none(),
-            "a full cache would not keep that read: no turns"
-        );
-    }
-
-    #[test]
-    fn a_short_trust_window_expires() {
-        let c = SnapshotCache::default();
-        c.set_trust(Some(Duration::from_millis(0)));
-        c.confirm(c.epoch(), "s", "t", 3, None);
-        assert!(c.get("s").is_none());
-    }
-}
+mod tests;

@@ -180,6 +180,12 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub long_poll_max_seconds: u64,
 
+    /// Megabytes of snapshot bodies one replica keeps in memory to answer `200`s without a
+    /// database read (0: none); past it, the least recently read are dropped.
+    #[arg(long, env = "SAGENTS_SNAPSHOT_CACHE_MB", default_value_t = 32, global = true,
+          value_parser = clap::value_parser!(u64).range(0..=65_536))]
+    pub snapshot_cache_mb: u64,
+
     /// Seconds between heartbeat comments on an idle event stream.
     #[arg(long, env = "SAGENTS_SSE_HEARTBEAT_SECONDS", default_value_t = 15, global = true,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -292,6 +298,7 @@ impl Config {
             lease_ttl_seconds: 30,
             lifecycle_lease_ttl_seconds: 30,
             long_poll_max_seconds: 60,
+            snapshot_cache_mb: 32,
             sse_heartbeat_seconds: 15,
             body_limit_bytes: 1_048_576,
             http_idle_timeout_seconds: 75,

@@ -1,5 +1,7 @@
 //! Prometheus metrics (admin only).
 
+use std::fmt::Write as _;
+
 use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -23,6 +25,12 @@ pub fn router() -> OpenApiRouter<AppState> {
 )]
 async fn metrics(State(state): State<AppState>, _observer: Observer) -> Response {
     let mut text = state.metrics.render_prometheus();
+    let _ = writeln!(
+        text,
+        "# HELP sagents_snapshot_cache_bytes Bytes of snapshot bodies this replica keeps in memory.\n\
+         # TYPE sagents_snapshot_cache_bytes gauge\nsagents_snapshot_cache_bytes {}",
+        state.store.hub().cache.body_bytes()
+    );
     match state.store.lifecycle_metrics().await {
         Ok(m) => render_lifecycle_gauges(&m, &mut text),
         Err(e) => tracing::warn!(error = %e, "the lifecycle gauges could not be read"),

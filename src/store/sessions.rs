@@ -11,7 +11,7 @@ use crate::domain::snapshot::Snapshot;
 use crate::domain::validate;
 use crate::domain::SessionId;
 use crate::metrics::Metrics;
-use crate::snapshot_cache::{Encoded, SnapshotCache};
+use crate::snapshot_cache::{Cached, Encoded, SnapshotCache};
 
 const MAX_PAGE: u32 = 1000;
 
@@ -93,12 +93,10 @@ impl Store {
     /// The current revision only: the cheap path behind `304 Not Modified`.
     pub async fn session_revision(&self, tenant: Option<&str>, id: &SessionId) -> StoreResult<i64> {
         let cache = &self.inner.hub.cache;
-        if let Some(known) = cache.get(id.as_str()) {
-            return if sees(tenant, &known.tenant) {
-                Ok(known.revision)
-            } else {
-                Err(StoreError::NotFound("session"))
-            };
+        match cache.get(id.as_str(), tenant) {
+            Some(Cached::Visible { revision, .. }) => return Ok(revision),
+            Some(Cached::Hidden) => return Err(StoreError::NotFound("session")),
+            None => {}
         }
         let epoch = cache.epoch();
         let row = sqlx::query("SELECT tenant_id, revision FROM sessions WHERE id = $1")
@@ -120,7 +118,10 @@ impl Store {
     /// The snapshot, read in one consistent read transaction. Runs are ordered by
     /// creation, pending interactions by request time then id.
     pub async fn snapshot(&self, tenant: Option<&str>, id: &SessionId) -> StoreResult<Snapshot> {
-        Ok(self.encoded_snapshot(tenant, id).await?.snapshot.clone())
+        let encoded = self.encoded_snapshot(tenant, id).await?;
+        encoded
+            .decode()
+            .map_err(|e| StoreError::Database(sqlx::Error::Decode(e.into())))
     }
 
     /// The snapshot with its JSON body, from the cache while its revision is current.
@@ -172,7 +173,7 @@ impl Store {
             pending_interactions,
         };
         let encoded = Arc::new(
-            Encoded::new(snapshot)
+            Encoded::new(&snapshot)
                 .map_err(|e| StoreError::Database(sqlx::Error::Encode(e.into())))?,
         );
         cache.confirm(
@@ -193,11 +194,9 @@ fn cached_snapshot(
     tenant: Option<&str>,
     id: &SessionId,
 ) -> StoreResult<Option<Arc<Encoded>>> {
-    let Some(known) = cache.get(id.as_str()) else {
-        return Ok(None);
-    };
-    if !sees(tenant, &known.tenant) {
-        return Err(StoreError::NotFound("session"));
+    match cache.get(id.as_str(), tenant) {
+        Some(Cached::Visible { snapshot, .. }) => Ok(snapshot),
+        Some(Cached::Hidden) => Err(StoreError::NotFound("session")),
+        None => Ok(None),
     }
-    Ok(known.snapshot.filter(|s| s.revision() == known.revision))
 }

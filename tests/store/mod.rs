@@ -29,6 +29,7 @@ mod replicas;
 mod replies;
 mod resources;
 mod sessions;
+mod snapshot_cache;
 
 pub const TTL: i64 = 30;
 
