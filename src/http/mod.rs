@@ -13,6 +13,7 @@ pub mod events_stream;
 pub mod extract;
 pub mod health;
 pub mod idempotency;
+pub mod idle;
 pub mod inbox;
 pub mod interactions;
 pub mod jobs;

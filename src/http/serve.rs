@@ -5,6 +5,7 @@
 //! read buffer to 16 KiB; held by ten thousand long-polls that is most of the server's
 //! memory.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::pin;
@@ -15,18 +16,19 @@ use std::time::Duration;
 use axum::extract::Request;
 use axum::Router;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tower::Service;
 
+use super::idle::{Activity, Tracked};
 use crate::metrics::Metrics;
 
 /// What one replica's server allows its clients.
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// A connection that sends no complete request head for this long is closed: a slow
-    /// header and an idle keep-alive alike (hyper times both with one timer).
+    /// header and an idle keep-alive alike ([`super::idle`]).
     pub idle_timeout: Duration,
     /// Connections served at once; past that, new ones wait in the listen backlog.
     pub max_connections: usize,
@@ -130,18 +132,34 @@ async fn connection(
     stop: watch::Sender<()>,
     _open: Open,
 ) {
-    let service =
-        hyper::service::service_fn(move |req: Request<Incoming>| router.clone().call(req));
-    let conn = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(idle_timeout)
-        .serve_connection(TokioIo::new(stream), service);
+    let activity = Activity::new();
+    let service = {
+        let activity = activity.clone();
+        hyper::service::service_fn(move |req: Request<Incoming>| {
+            let busy = activity.busy();
+            let answer = router.clone().call(req);
+            async move {
+                let res = answer.await?;
+                Ok::<_, Infallible>(res.map(|body| Tracked::new(body, busy)))
+            }
+        })
+    };
+    let conn =
+        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
     let mut conn = pin!(conn);
-    let served = tokio::select! {
-        served = conn.as_mut() => served,
-        _ = stop.closed() => {
-            conn.as_mut().graceful_shutdown();
-            conn.as_mut().await
+    let mut expired = pin!(activity.expired(idle_timeout));
+    let mut stopping = false;
+    let served = loop {
+        tokio::select! {
+            served = conn.as_mut() => break served,
+            () = expired.as_mut() => {
+                tracing::debug!("closed a connection idle for {idle_timeout:?}");
+                return;
+            }
+            _ = stop.closed(), if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
         }
     };
     if let Err(e) = served {

@@ -1,5 +1,6 @@
-//! The server's edges: a client that sends no request head is cut off, connections past the
-//! cap wait for a free slot, and no request can add label values to `/metrics`.
+//! The server's edges: a client that sends no request head is cut off (one being answered is
+//! not), connections past the cap wait for a free slot, and no request can add label values
+//! to `/metrics`.
 
 use std::time::Duration;
 
@@ -67,6 +68,35 @@ async fn idle_and_slow_clients_are_cut_off() {
     for stream in [&mut silent, &mut slow, &mut idle] {
         closed_by_server(stream).await;
     }
+    app.stop().await;
+}
+
+/// A long-poll that outlasts the idle timeout is answered: the connection is busy while it
+/// waits, and idle (then cut off) only once its answer is written.
+#[tokio::test]
+async fn a_long_poll_longer_than_the_idle_timeout_is_answered() {
+    let app = TestApp::spawn_with(
+        Backend::Sqlite,
+        Options {
+            http_idle_timeout_seconds: Some(1),
+            ..Options::default()
+        },
+    )
+    .await;
+    let session = app.create_session().await;
+    let (etag, _) = app.snapshot(&session).await;
+    let mut stream = connect(&app).await;
+    let req = format!(
+        "GET /v1/sessions/{session}/snapshot?wait_seconds=3 HTTP/1.1\r\nHost: x\r\n\
+         Authorization: Bearer {}\r\nIf-None-Match: {etag}\r\n\r\n",
+        app.frontend
+    );
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let answer = tokio::time::timeout(BOUND, read_answer(&mut stream))
+        .await
+        .expect("answered");
+    assert!(answer.starts_with("HTTP/1.1 304"), "{answer}");
+    closed_by_server(&mut stream).await;
     app.stop().await;
 }
 

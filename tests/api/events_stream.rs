@@ -17,6 +17,7 @@ on_both_backends!(
     events_committed_while_a_stream_opens_arrive_once_each_in_order,
     streams_are_tenant_scoped_and_bad_positions_are_problems,
     an_idle_stream_sends_heartbeats,
+    a_stream_outlives_the_connection_idle_timeout,
     shutdown_ends_open_streams_cleanly
 );
 
@@ -278,6 +279,28 @@ async fn an_idle_stream_sends_heartbeats(backend: Backend) {
         "{gap:?}"
     );
     assert!(sse.frame().await.expect("open").comment);
+}
+
+/// The idle cut-off is for connections that send no request: a stream being answered keeps
+/// its connection however long it lasts.
+async fn a_stream_outlives_the_connection_idle_timeout(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            http_idle_timeout_seconds: Some(1),
+            sse_heartbeat_seconds: Some(1),
+            ..Options::default()
+        },
+    )
+    .await;
+    let session_id = app.create_session().await;
+    let mut sse = SseReader::open(&app, &stream_path(&session_id), Some("1")).await;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(2500) {
+        assert!(sse.frame().await.expect("open").comment);
+    }
+    app.create_run(&session_id).await;
+    assert_eq!(sse.event().await.event.as_deref(), Some("run.created"));
 }
 
 async fn shutdown_ends_open_streams_cleanly(backend: Backend) {
