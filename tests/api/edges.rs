@@ -43,16 +43,21 @@ async fn closed_by_server(stream: &mut TcpStream) {
     }
 }
 
-#[tokio::test]
-async fn idle_and_slow_clients_are_cut_off() {
-    let app = TestApp::spawn_with(
+/// A server that cuts off connections idle for one second.
+async fn with_idle_timeout_of_one_second() -> TestApp {
+    TestApp::spawn_with(
         Backend::Sqlite,
         Options {
             http_idle_timeout_seconds: Some(1),
             ..Options::default()
         },
     )
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn idle_and_slow_clients_are_cut_off() {
+    let app = with_idle_timeout_of_one_second().await;
     // Connected, never a byte.
     let mut silent = connect(&app).await;
     // Half a request head.
@@ -75,14 +80,7 @@ async fn idle_and_slow_clients_are_cut_off() {
 /// waits, and idle (then cut off) only once its answer is written.
 #[tokio::test]
 async fn a_long_poll_longer_than_the_idle_timeout_is_answered() {
-    let app = TestApp::spawn_with(
-        Backend::Sqlite,
-        Options {
-            http_idle_timeout_seconds: Some(1),
-            ..Options::default()
-        },
-    )
-    .await;
+    let app = with_idle_timeout_of_one_second().await;
     let session = app.create_session().await;
     let (etag, _) = app.snapshot(&session).await;
     let mut stream = connect(&app).await;

@@ -259,17 +259,23 @@ async fn streams_are_tenant_scoped_and_bad_positions_are_problems(backend: Backe
     }
 }
 
-async fn an_idle_stream_sends_heartbeats(backend: Backend) {
+/// A server with one-second heartbeats, a session and a stream of it from its first event on.
+async fn heartbeat_stream(backend: Backend, opts: Options) -> (TestApp, String, SseReader) {
     let app = TestApp::spawn_with(
         backend,
         Options {
             sse_heartbeat_seconds: Some(1),
-            ..Options::default()
+            ..opts
         },
     )
     .await;
     let session_id = app.create_session().await;
-    let mut sse = SseReader::open(&app, &stream_path(&session_id), Some("1")).await;
+    let sse = SseReader::open(&app, &stream_path(&session_id), Some("1")).await;
+    (app, session_id, sse)
+}
+
+async fn an_idle_stream_sends_heartbeats(backend: Backend) {
+    let (_app, _, mut sse) = heartbeat_stream(backend, Options::default()).await;
     let started = Instant::now();
     let frame = sse.frame().await.expect("open");
     assert!(frame.comment, "a heartbeat, not an event: {frame:?}");
@@ -284,17 +290,11 @@ async fn an_idle_stream_sends_heartbeats(backend: Backend) {
 /// The idle cut-off is for connections that send no request: a stream being answered keeps
 /// its connection however long it lasts.
 async fn a_stream_outlives_the_connection_idle_timeout(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        Options {
-            http_idle_timeout_seconds: Some(1),
-            sse_heartbeat_seconds: Some(1),
-            ..Options::default()
-        },
-    )
-    .await;
-    let session_id = app.create_session().await;
-    let mut sse = SseReader::open(&app, &stream_path(&session_id), Some("1")).await;
+    let idle = Options {
+        http_idle_timeout_seconds: Some(1),
+        ..Options::default()
+    };
+    let (app, session_id, mut sse) = heartbeat_stream(backend, idle).await;
     let started = Instant::now();
     while started.elapsed() < Duration::from_millis(2500) {
         assert!(sse.frame().await.expect("open").comment);
