@@ -1,5 +1,6 @@
-//! The benchmark baseline: the smallest axum server, on the same runtime and allocator as the
-//! service. `cargo run --release --example hello -- 127.0.0.1:9000`
+//! The benchmark baseline: the smallest axum server, on the same runtime as the service and
+//! the system allocator (the service's jemalloc is set in its binary). Built with the same
+//! release profile. `cargo run --release --example hello -- 127.0.0.1:9000`
 
 use axum::{routing::get, Router};
 
