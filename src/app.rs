@@ -63,8 +63,7 @@ impl Application {
     /// (port 0 picks a free port). Serving starts with [`Application::run_until_stopped`].
     pub async fn build(config: Config, clock: Arc<dyn Clock>) -> Result<Self, AppError> {
         let hub = ChangeHub::new();
-        hub.cache
-            .set_body_budget(usize::try_from(config.snapshot_cache_mb << 20).unwrap_or(usize::MAX));
+        hub.cache.set_body_budget(config.snapshot_cache_bytes());
         let metrics = Arc::new(Metrics::default());
         let sealer = config.sealer()?;
         match sealer.current_key_id() {

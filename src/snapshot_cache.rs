@@ -281,7 +281,6 @@ impl SnapshotCache {
             return None;
         }
         let mut entries = self.lock();
-        let now = entries.clock + 1;
         let Entries { map, clock, .. } = &mut *entries;
         let e = map.get_mut(session_id)?;
         let owner = e.tenant.as_deref()?;
@@ -293,8 +292,8 @@ impl SnapshotCache {
             return Some(Cached::Hidden);
         }
         if e.body.is_some() {
-            e.used = now;
-            *clock = now;
+            *clock += 1;
+            e.used = *clock;
         }
         Some(Cached::Visible {
             revision: e.revision,

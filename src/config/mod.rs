@@ -358,6 +358,11 @@ impl Config {
     pub fn body_limit(&self) -> usize {
         usize::try_from(self.body_limit_bytes).unwrap_or(usize::MAX)
     }
+
+    /// The snapshot cache's byte budget for bodies.
+    pub fn snapshot_cache_bytes(&self) -> usize {
+        usize::try_from(self.snapshot_cache_mb << 20).unwrap_or(usize::MAX)
+    }
 }
 
 #[cfg(test)]

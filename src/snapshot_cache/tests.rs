@@ -15,6 +15,11 @@ fn body(c: &SnapshotCache, id: &str) -> Option<Arc<Encoded>> {
     }
 }
 
+/// Records a read of session `id` at revision 1 with a body of about `size` bytes.
+fn keep(c: &SnapshotCache, id: &str, size: usize) {
+    c.confirm(c.epoch(), id, "t", 1, Some(encoded("1", 1, size)));
+}
+
 /// A snapshot of session `id` at `revision` whose JSON is about `size` bytes.
 fn encoded(id: &str, revision: i64, size: usize) -> Arc<Encoded> {
     let snapshot = Snapshot {
@@ -98,25 +103,19 @@ fn bodies_stay_within_their_budget_least_recently_read_first() {
     let one = encoded("1", 1, 1000).cost();
     c.set_body_budget(4 * one);
     for n in 0..4 {
-        c.confirm(
-            c.epoch(),
-            &format!("s{n}"),
-            "t",
-            1,
-            Some(encoded("1", 1, 1000)),
-        );
+        keep(&c, &format!("s{n}"), 1000);
     }
     assert_eq!(c.body_bytes(), 4 * one);
     // Read since they were kept: s1 and s3 are now more recent than s0 and s2. Past the
     // budget, the oldest go until three quarters of it are left.
     assert!(body(&c, "s1").is_some() && body(&c, "s3").is_some());
-    c.confirm(c.epoch(), "s4", "t", 1, Some(encoded("1", 1, 1000)));
+    keep(&c, "s4", 1000);
     assert_eq!(c.body_bytes(), 3 * one);
     assert!(body(&c, "s0").is_none() && body(&c, "s2").is_none());
     assert!(body(&c, "s4").is_some());
     assert_eq!(revision(&c, "s0"), Some(1), "the revision stays known");
     // A body larger than the whole budget is never kept.
-    c.confirm(c.epoch(), "big", "t", 1, Some(encoded("1", 1, 5 * 1000)));
+    keep(&c, "big", 5 * 1000);
     assert!(body(&c, "big").is_none());
     // Publishing and clearing give the bytes back.
     c.published("s1", 2);
@@ -130,18 +129,12 @@ fn a_smaller_budget_drops_bodies_at_once() {
     let c = SnapshotCache::default();
     c.set_trust(None);
     for n in 0..10 {
-        c.confirm(
-            c.epoch(),
-            &format!("s{n}"),
-            "t",
-            1,
-            Some(encoded("1", 1, 500)),
-        );
+        keep(&c, &format!("s{n}"), 500);
     }
     c.set_body_budget(0);
     assert_eq!(c.body_bytes(), 0);
     assert!((0..10).all(|n| body(&c, &format!("s{n}")).is_none()));
-    c.confirm(c.epoch(), "s0", "t", 1, Some(encoded("1", 1, 500)));
+    keep(&c, "s0", 500);
     assert!(body(&c, "s0").is_none(), "a zero budget keeps no body");
 }
 
