@@ -141,7 +141,7 @@ impl Application {
         } = self;
         let tasks = spawn_background_tasks(&state);
         let pool = start_lifecycle_pool(&state);
-        let router = crate::http::router(state.clone());
+        let app = crate::http::app(state.clone());
         let signal = {
             let trigger = trigger.clone();
             let shutdown = state.shutdown.clone();
@@ -158,7 +158,7 @@ impl Application {
             idle_timeout: Duration::from_secs(state.config.http_idle_timeout_seconds),
             max_connections: state.config.max_connections as usize,
         };
-        crate::http::serve::serve(listener, router, limits, state.metrics.clone(), signal).await;
+        crate::http::serve::serve(listener, app, limits, state.metrics.clone(), signal).await;
         trigger.trigger();
         pool.join().await;
         for task in tasks {

@@ -25,6 +25,7 @@ use crate::metrics::Metrics;
 #[derive(Clone)]
 pub struct EnvelopeLayer {
     shared: Arc<Shared>,
+    route: Option<&'static str>,
 }
 
 struct Shared {
@@ -39,6 +40,15 @@ impl EnvelopeLayer {
                 metrics,
                 ids: RequestIds::default(),
             }),
+            route: None,
+        }
+    }
+
+    /// The same envelope around a service that serves one route outside the router.
+    pub fn for_route(&self, route: &'static str) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            route: Some(route),
         }
     }
 }
@@ -50,6 +60,7 @@ impl<S> Layer<S> for EnvelopeLayer {
         Envelope {
             inner,
             shared: self.shared.clone(),
+            route: self.route,
         }
     }
 }
@@ -58,6 +69,7 @@ impl<S> Layer<S> for EnvelopeLayer {
 pub struct Envelope<S> {
     inner: S,
     shared: Arc<Shared>,
+    route: Option<&'static str>,
 }
 
 type Inner = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
@@ -77,7 +89,13 @@ where
 
     fn call(&mut self, req: Request) -> EnvelopeFuture {
         let method = req.method().clone();
-        let route = req.extensions().get::<MatchedPath>().cloned();
+        let route = match self.route {
+            Some(route) => Route::Fixed(route),
+            None => req
+                .extensions()
+                .get::<MatchedPath>()
+                .map_or(Route::Unmatched, |m| Route::Matched(m.clone())),
+        };
         let id = self.shared.ids.assign(&req);
         let inner = request_id::sync_scope(id.clone(), || Box::pin(self.inner.call(req)));
         EnvelopeFuture {
@@ -91,11 +109,18 @@ where
     }
 }
 
+/// The route template a request's log line and metrics name.
+enum Route {
+    Matched(MatchedPath),
+    Fixed(&'static str),
+    Unmatched,
+}
+
 pub struct EnvelopeFuture {
     inner: Inner,
     id: Arc<str>,
     method: Method,
-    route: Option<MatchedPath>,
+    route: Route,
     started: Instant,
     shared: Arc<Shared>,
 }
@@ -110,10 +135,11 @@ impl Future for EnvelopeFuture {
             .as_mut()
             .poll(cx)));
         let latency = this.started.elapsed();
-        let route = this
-            .route
-            .as_ref()
-            .map_or(UNMATCHED_ROUTE, MatchedPath::as_str);
+        let route = match &this.route {
+            Route::Matched(m) => m.as_str(),
+            Route::Fixed(route) => route,
+            Route::Unmatched => UNMATCHED_ROUTE,
+        };
         let method = this.method.as_str();
         let mut res = request_id::sync_scope(this.id.clone(), || {
             let res = problem_body(res);

@@ -12,6 +12,7 @@ pub mod error;
 pub mod events_stream;
 pub mod extract;
 pub mod health;
+pub mod hot_path;
 pub mod idempotency;
 pub mod idle;
 pub mod inbox;
@@ -72,8 +73,41 @@ pub fn openapi_document_for(config: &crate::config::Config) -> utoipa::openapi::
     doc
 }
 
-/// The whole service: routes, docs and the layers every request goes through.
-pub fn router(state: AppState) -> Router {
+/// The whole service as a connection calls it: the router, with the snapshot read served
+/// beside it ([`hot_path`]) in the same envelope.
+pub fn app(state: AppState) -> hot_path::App<impl HotRoute> {
+    let envelope = envelope::EnvelopeLayer::new(state.metrics.clone());
+    let router = router(state.clone(), envelope.clone());
+    hot_path::app(state, router, &envelope)
+}
+
+/// The service a connection calls for the route served beside the router.
+pub trait HotRoute:
+    tower::Service<
+        axum::extract::Request,
+        Response = axum::response::Response,
+        Error = std::convert::Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<S> HotRoute for S where
+    S: tower::Service<
+            axum::extract::Request,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + 'static
+{
+}
+
+/// Every route: docs and the layers every request goes through.
+fn router(state: AppState, envelope: envelope::EnvelopeLayer) -> Router {
     let (routes, _) = api_router().split_for_parts();
     let body_limit = state.config.body_limit();
     routes
@@ -85,7 +119,7 @@ pub fn router(state: AppState) -> Router {
         .layer(
             ServiceBuilder::new()
                 .layer(DefaultBodyLimit::max(body_limit))
-                .layer(envelope::EnvelopeLayer::new(state.metrics.clone()))
+                .layer(envelope)
                 .map_response(layers::axum_body)
                 .layer(CatchPanicLayer::custom(layers::panic_response))
                 .layer(idempotency::IdempotencyLayer::new(state.clone())),

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::Request;
-use axum::Router;
+use axum::response::Response;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
@@ -34,15 +34,16 @@ pub struct Limits {
     pub max_connections: usize,
 }
 
-/// Serves `router` on `listener` until `signal` resolves; then stops accepting, lets every
+/// Serves `app` on `listener` until `signal` resolves; then stops accepting, lets every
 /// connection finish its in-flight request and returns once all are closed.
-pub async fn serve<F>(
+pub async fn serve<A, F>(
     listener: TcpListener,
-    router: Router,
+    app: A,
     limits: Limits,
     metrics: Arc<Metrics>,
     signal: F,
 ) where
+    A: App,
     F: Future<Output = ()> + Send + 'static,
 {
     let (stop_tx, stop_rx) = watch::channel(());
@@ -78,7 +79,7 @@ pub async fn serve<F>(
             .fetch_add(1, Ordering::Relaxed);
         tokio::spawn(connection(
             stream,
-            router.clone(),
+            app.clone(),
             limits.idle_timeout,
             stop_tx.clone(),
             open,
@@ -125,9 +126,26 @@ impl Drop for Open {
     }
 }
 
-async fn connection(
+/// What a connection calls for each request: always ready (no `poll_ready`).
+pub trait App:
+    Service<Request<Incoming>, Response = Response, Error = Infallible, Future: Send + 'static>
+    + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<S> App for S where
+    S: Service<Request<Incoming>, Response = Response, Error = Infallible, Future: Send + 'static>
+        + Clone
+        + Send
+        + 'static
+{
+}
+
+async fn connection<A: App>(
     stream: TcpStream,
-    router: Router,
+    app: A,
     idle_timeout: Duration,
     stop: watch::Sender<()>,
     _open: Open,
@@ -137,7 +155,7 @@ async fn connection(
         let activity = activity.clone();
         hyper::service::service_fn(move |req: Request<Incoming>| {
             let busy = activity.busy();
-            let answer = router.clone().call(req);
+            let answer = app.clone().call(req);
             async move {
                 let res = answer.await?;
                 Ok::<_, Infallible>(res.map(|body| Tracked::new(body, busy)))

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -16,6 +17,7 @@ use super::commands::check_wait;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, ApiQuery, IfNoneMatch, PathIds};
 use crate::domain::commands::CreateSession;
+use crate::domain::ids::IdParseError;
 use crate::domain::session::Session;
 use crate::domain::snapshot::{etag_for, Snapshot};
 use crate::domain::SessionId;
@@ -145,7 +147,30 @@ async fn get_snapshot(
     ApiQuery(query): ApiQuery<SnapshotQuery>,
     IfNoneMatch(if_none_match): IfNoneMatch,
 ) -> Result<Response, ApiError> {
-    let session_id: SessionId = ids.get("session_id")?;
+    snapshot_answer(&state, &auth, ids.get("session_id")?, query, if_none_match).await
+}
+
+/// `GET /v1/sessions/{session_id}/snapshot` as [`super::hot_path`] serves it: the handler's
+/// extractors in the handler's order, so a refusal is the router's refusal.
+pub(super) async fn get_snapshot_direct(
+    state: AppState,
+    session_id: Result<SessionId, IdParseError>,
+    mut parts: Parts,
+) -> Result<Response, ApiError> {
+    let auth = Frontend::from_request_parts(&mut parts, &state).await?;
+    let ApiQuery(query) = ApiQuery::from_request_parts(&mut parts, &state).await?;
+    let IfNoneMatch(if_none_match) = IfNoneMatch::from_request_parts(&mut parts, &state).await?;
+    drop(parts);
+    snapshot_answer(&state, &auth, session_id?, query, if_none_match).await
+}
+
+async fn snapshot_answer(
+    state: &AppState,
+    auth: &Frontend,
+    session_id: SessionId,
+    query: SnapshotQuery,
+    if_none_match: Option<String>,
+) -> Result<Response, ApiError> {
     check_wait(
         "wait_seconds",
         query.wait_seconds,

@@ -1,0 +1,131 @@
+//! The snapshot read, which every open frontend polls, served beside the router.
+//!
+//! For each request axum's router matches the path, percent-decodes and stores its
+//! parameters, records the matched route and clones the route's layered service: more than a
+//! tenth of a `304`'s CPU. Here the path is matched by hand and the request goes through the
+//! same envelope into the handler's own code. Whatever this match is unsure of (a `HEAD`, an
+//! empty or percent-encoded id, any other path) goes to the router.
+
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::Method;
+use axum::response::{IntoResponse, Response};
+use axum::routing::future::RouteFuture;
+use axum::Router;
+use futures::future::{BoxFuture, Either};
+use hyper::body::Incoming;
+use tower::{Service, ServiceBuilder};
+use tower_http::catch_panic::CatchPanicLayer;
+
+use super::envelope::EnvelopeLayer;
+use super::layers;
+use super::sessions::get_snapshot_direct;
+use super::state::AppState;
+use super::HotRoute;
+
+pub const SNAPSHOT_ROUTE: &str = "/v1/sessions/{session_id}/snapshot";
+
+/// Every request of a connection: the snapshot read straight to its handler, the rest to the
+/// router. Both are always ready.
+#[derive(Clone)]
+pub struct App<S> {
+    router: Router,
+    snapshot: S,
+}
+
+/// `router` with the snapshot read beside it, in the same envelope as the router's routes.
+pub fn app(state: AppState, router: Router, envelope: &EnvelopeLayer) -> App<impl HotRoute> {
+    // The router's stack without the body limit and `Idempotency-Key`: a GET reads no body.
+    let snapshot = ServiceBuilder::new()
+        .layer(envelope.for_route(SNAPSHOT_ROUTE))
+        .map_response(layers::axum_body)
+        .layer(CatchPanicLayer::custom(layers::panic_response))
+        .service(Snapshot { state });
+    App { router, snapshot }
+}
+
+impl<S> Service<Request<Incoming>> for App<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<S::Future, RouteFuture<Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Incoming>) -> Self::Future {
+        if req.method() == Method::GET && snapshot_session(req.uri().path()).is_some() {
+            Either::Left(self.snapshot.call(req.map(Body::new)))
+        } else {
+            Either::Right(self.router.call(req))
+        }
+    }
+}
+
+/// The session id of a snapshot path that needs no decoding, else `None`.
+fn snapshot_session(path: &str) -> Option<&str> {
+    let id = path
+        .strip_prefix("/v1/sessions/")?
+        .strip_suffix("/snapshot")?;
+    let plain = !id.is_empty() && !id.bytes().any(|b| b == b'/' || b == b'%');
+    plain.then_some(id)
+}
+
+#[derive(Clone)]
+struct Snapshot {
+    state: AppState,
+}
+
+impl Service<Request> for Snapshot {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let state = self.state.clone();
+        let (parts, _) = req.into_parts();
+        let session = snapshot_session(parts.uri.path()).map(str::parse);
+        Box::pin(async move {
+            let answer = match session {
+                Some(session) => get_snapshot_direct(state, session, parts).await,
+                None => Err(super::error::ApiError::not_found("session")),
+            };
+            Ok(answer.into_response())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::snapshot_session;
+
+    #[test]
+    fn only_plain_snapshot_paths_are_matched() {
+        let id = "ses_01a23a9298147018b06ff98f3fca44d0";
+        assert_eq!(
+            snapshot_session(&format!("/v1/sessions/{id}/snapshot")),
+            Some(id)
+        );
+        for path in [
+            "/v1/sessions//snapshot",
+            "/v1/sessions/a/b/snapshot",
+            "/v1/sessions/ses_%30/snapshot",
+            "/v1/sessions/x/snapshot/",
+            "/v1/sessions/x/events",
+            "/v1/sessions/snapshot",
+            "/v2/sessions/x/snapshot",
+        ] {
+            assert_eq!(snapshot_session(path), None, "{path}");
+        }
+    }
+}
