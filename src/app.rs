@@ -24,6 +24,7 @@ use crate::service::grants::GrantKeyError;
 use crate::service::shutdown::{self, ShutdownTrigger};
 use crate::service::token_cache::TokenCache;
 use crate::store::{Backend, Store, StoreError};
+use crate::telemetry::request_line::RequestLog;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -56,6 +57,7 @@ pub struct Application {
     local_addr: SocketAddr,
     state: AppState,
     trigger: ShutdownTrigger,
+    request_log: Option<RequestLog>,
 }
 
 impl Application {
@@ -109,7 +111,14 @@ impl Application {
             local_addr,
             state,
             trigger,
+            request_log: None,
         })
+    }
+
+    /// Request lines go straight into this JSON log instead of through `tracing`.
+    pub fn with_request_log(mut self, request_log: Option<RequestLog>) -> Self {
+        self.request_log = request_log;
+        self
     }
 
     pub fn port(&self) -> u16 {
@@ -138,10 +147,11 @@ impl Application {
             local_addr,
             state,
             trigger,
+            request_log,
         } = self;
         let tasks = spawn_background_tasks(&state);
         let pool = start_lifecycle_pool(&state);
-        let app = crate::http::app(state.clone());
+        let app = crate::http::app(state.clone(), request_log);
         let signal = {
             let trigger = trigger.clone();
             let shutdown = state.shutdown.clone();

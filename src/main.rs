@@ -36,7 +36,9 @@ async fn main() -> anyhow::Result<()> {
 async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve => {
-            let app = Application::build(cli.config, Arc::new(SystemClock)).await?;
+            let app = Application::build(cli.config, Arc::new(SystemClock))
+                .await?
+                .with_request_log(logs.request_log());
             app.state().metrics.track_log_drops(logs.dropped_lines());
             app.run_until_stopped().await?;
         }

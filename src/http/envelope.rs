@@ -1,6 +1,6 @@
 //! The outer envelope of every request: the request id (kept or generated, echoed, current
-//! while the request runs), problem bodies for framework errors, the request metrics and the
-//! request's one log line.
+//! while the request runs), a panic turned into a `500` problem, problem bodies for framework
+//! errors, the request metrics and the request's one log line.
 //!
 //! A hand-written future rather than `middleware::from_fn`: a waiting long-poll holds this
 //! state for its whole wait, and the generated `async` state machines of the middleware
@@ -8,6 +8,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -18,9 +19,10 @@ use axum::http::Method;
 use axum::response::Response;
 use tower::{Layer, Service};
 
-use super::layers::{problem_body, UNMATCHED_ROUTE};
+use super::layers::{panic_response, problem_body, UNMATCHED_ROUTE};
 use super::request_id::{self, RequestIds};
 use crate::metrics::Metrics;
+use crate::telemetry::request_line::{self, RequestLine, RequestLog};
 
 #[derive(Clone)]
 pub struct EnvelopeLayer {
@@ -31,14 +33,17 @@ pub struct EnvelopeLayer {
 struct Shared {
     metrics: Arc<Metrics>,
     ids: RequestIds,
+    /// Writes the request line straight into a JSON log; without one it is a `tracing` event.
+    request_log: Option<RequestLog>,
 }
 
 impl EnvelopeLayer {
-    pub fn new(metrics: Arc<Metrics>) -> Self {
+    pub fn new(metrics: Arc<Metrics>, request_log: Option<RequestLog>) -> Self {
         Self {
             shared: Arc::new(Shared {
                 metrics,
                 ids: RequestIds::default(),
+                request_log,
             }),
             route: None,
         }
@@ -97,7 +102,12 @@ where
                 .map_or(Route::Unmatched, |m| Route::Matched(m.clone())),
         };
         let id = self.shared.ids.assign(&req);
-        let inner = request_id::sync_scope(id.clone(), || Box::pin(self.inner.call(req)));
+        let inner = request_id::sync_scope(id.clone(), || {
+            match panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(req))) {
+                Ok(inner) => Box::pin(inner) as Inner,
+                Err(panic) => Box::pin(std::future::ready(Ok(panic_response(panic)))),
+            }
+        });
         EnvelopeFuture {
             inner,
             id,
@@ -131,9 +141,13 @@ impl Future for EnvelopeFuture {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let inner = &mut this.inner;
-        let Ok(res) = std::task::ready!(request_id::sync_scope(this.id.clone(), || inner
-            .as_mut()
-            .poll(cx)));
+        let polled = request_id::sync_scope(this.id.clone(), || {
+            match panic::catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll(cx))) {
+                Ok(polled) => polled,
+                Err(panic) => Poll::Ready(Ok(panic_response(panic))),
+            }
+        });
+        let Ok(res) = std::task::ready!(polled);
         let latency = this.started.elapsed();
         let route = match &this.route {
             Route::Matched(m) => m.as_str(),
@@ -146,9 +160,32 @@ impl Future for EnvelopeFuture {
             let status = res.status().as_u16();
             let latency_ms = latency.as_secs_f64() * 1000.0;
             if res.status().is_server_error() {
-                tracing::error!(method, route, status, latency_ms, "request failed");
+                tracing::error!(
+                    message = "request failed",
+                    method,
+                    route,
+                    status,
+                    latency_ms
+                );
+            } else if let Some(log) = &this.shared.request_log {
+                if log.enabled() {
+                    log.write(&RequestLine {
+                        method,
+                        route,
+                        status,
+                        latency_ms,
+                        request_id: &this.id,
+                    });
+                }
             } else {
-                tracing::info!(method, route, status, latency_ms, "request finished");
+                tracing::info!(
+                    target: request_line::TARGET,
+                    message = request_line::MESSAGE,
+                    method,
+                    route,
+                    status,
+                    latency_ms
+                );
             }
             res
         });
@@ -159,5 +196,57 @@ impl Future for EnvelopeFuture {
             .http
             .observe(method, route, status, latency);
         Poll::Ready(Ok(res))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use tower::{service_fn, ServiceExt};
+
+    use super::*;
+
+    async fn answer<S>(service: S) -> (Response, Arc<Metrics>)
+    where
+        S: Service<Request, Response = Response, Error = Infallible> + Send + 'static,
+        S::Future: Send + 'static,
+    {
+        let metrics = Arc::new(Metrics::default());
+        let layer = EnvelopeLayer::new(metrics.clone(), None).for_route("/boom");
+        let req = Request::builder()
+            .header(request_id::REQUEST_ID, "req-1")
+            .body(Body::empty())
+            .unwrap();
+        let res = layer.layer(service).oneshot(req).await.unwrap();
+        (res, metrics)
+    }
+
+    async fn assert_panic_problem((res, metrics): (Response, Arc<Metrics>)) {
+        assert_eq!(res.status(), 500);
+        assert_eq!(res.headers()[request_id::REQUEST_ID], "req-1");
+        assert_eq!(metrics.http.requests("GET", "/boom", 500), 1);
+        let body = axum::body::to_bytes(res.into_body(), 4096).await.unwrap();
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(problem["code"], "internal", "{problem}");
+        assert_eq!(problem["request_id"], "req-1", "{problem}");
+    }
+
+    #[tokio::test]
+    async fn a_panic_while_answering_is_a_500_problem() {
+        let service = service_fn(|_req: Request| async {
+            if true {
+                panic!("boom");
+            }
+            Ok::<Response, Infallible>(Response::new(Body::empty()))
+        });
+        assert_panic_problem(answer(service).await).await;
+    }
+
+    #[tokio::test]
+    async fn a_panic_before_answering_is_a_500_problem() {
+        let service = service_fn(
+            |_req: Request| -> std::future::Ready<Result<Response, Infallible>> { panic!("boom") },
+        );
+        assert_panic_problem(answer(service).await).await;
     }
 }

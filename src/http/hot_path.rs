@@ -18,10 +18,8 @@ use axum::Router;
 use futures::future::{BoxFuture, Either};
 use hyper::body::Incoming;
 use tower::{Service, ServiceBuilder};
-use tower_http::catch_panic::CatchPanicLayer;
 
 use super::envelope::EnvelopeLayer;
-use super::layers;
 use super::sessions::get_snapshot_direct;
 use super::state::AppState;
 use super::HotRoute;
@@ -41,8 +39,6 @@ pub fn app(state: AppState, router: Router, envelope: &EnvelopeLayer) -> App<imp
     // The router's stack without the body limit and `Idempotency-Key`: a GET reads no body.
     let snapshot = ServiceBuilder::new()
         .layer(envelope.for_route(SNAPSHOT_ROUTE))
-        .map_response(layers::axum_body)
-        .layer(CatchPanicLayer::custom(layers::panic_response))
         .service(Snapshot { state });
     App { router, snapshot }
 }

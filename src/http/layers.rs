@@ -49,15 +49,6 @@ pub async fn fallback() -> ApiError {
 }
 
 /// A panic is a bug; the client still gets a problem, never a dropped connection.
-/// A response of any boxed body as axum's.
-pub fn axum_body<B>(res: Response<B>) -> Response<Body>
-where
-    B: axum::body::HttpBody<Data = bytes::Bytes> + Send + 'static,
-    B::Error: Into<axum::BoxError>,
-{
-    res.map(Body::new)
-}
-
 pub fn panic_response(err: Box<dyn Any + Send + 'static>) -> Response<Body> {
     let message = err
         .downcast_ref::<String>()

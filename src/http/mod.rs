@@ -34,12 +34,12 @@ pub mod ui;
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
 use tower::ServiceBuilder;
-use tower_http::catch_panic::CatchPanicLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::http::state::AppState;
+use crate::telemetry::request_line::RequestLog;
 use openapi::ApiDoc;
 
 /// Every documented route, without state or layers.
@@ -75,8 +75,8 @@ pub fn openapi_document_for(config: &crate::config::Config) -> utoipa::openapi::
 
 /// The whole service as a connection calls it: the router, with the snapshot read served
 /// beside it ([`hot_path`]) in the same envelope.
-pub fn app(state: AppState) -> hot_path::App<impl HotRoute> {
-    let envelope = envelope::EnvelopeLayer::new(state.metrics.clone());
+pub fn app(state: AppState, request_log: Option<RequestLog>) -> hot_path::App<impl HotRoute> {
+    let envelope = envelope::EnvelopeLayer::new(state.metrics.clone(), request_log);
     let router = router(state.clone(), envelope.clone());
     hot_path::app(state, router, &envelope)
 }
@@ -120,8 +120,6 @@ fn router(state: AppState, envelope: envelope::EnvelopeLayer) -> Router {
             ServiceBuilder::new()
                 .layer(DefaultBodyLimit::max(body_limit))
                 .layer(envelope)
-                .map_response(layers::axum_body)
-                .layer(CatchPanicLayer::custom(layers::panic_response))
                 .layer(idempotency::IdempotencyLayer::new(state.clone())),
         )
         .with_state(state)

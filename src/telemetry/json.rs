@@ -194,7 +194,7 @@ pub fn push_json_str(out: &mut String, s: &str) {
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.ffffffZ` (UTC).
-fn write_timestamp(out: &mut String, now: SystemTime) {
+pub(super) fn write_timestamp(out: &mut String, now: SystemTime) {
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let (year, month, day) = civil_from_days((secs / 86_400) as i64);

@@ -11,6 +11,7 @@
 
 pub mod context;
 pub mod json;
+pub mod request_line;
 
 use std::fmt;
 use std::io::{self, BufWriter, Write};
@@ -24,6 +25,7 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
+use request_line::RequestLog;
 
 const DEFAULT_FILTER: &str = "info,sqlx=warn,tower_http=info";
 /// Lines waiting for the log thread before new ones are dropped (about 2 MB when full).
@@ -40,12 +42,18 @@ const WRITE_REST: Duration = Duration::from_millis(5);
 pub struct LogGuard {
     _worker: WorkerGuard,
     dropped: ErrorCounter,
+    request_log: Option<RequestLog>,
 }
 
 impl LogGuard {
     /// Counts the lines dropped because the queue was full.
     pub fn dropped_lines(&self) -> ErrorCounter {
         self.dropped.clone()
+    }
+
+    /// The writer of request lines, for a JSON log.
+    pub fn request_log(&self) -> Option<RequestLog> {
+        self.request_log.clone()
     }
 
     /// Writes out every queued line and stops the log thread.
@@ -91,6 +99,7 @@ pub fn init(format: LogFormat) -> LogGuard {
     };
     let (writer, worker) = non_blocking(out, LOG_QUEUE_LINES);
     let dropped = writer.error_counter();
+    let request_log = (format == LogFormat::Json).then(|| RequestLog::new(writer.clone()));
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let builder = tracing_subscriber::fmt()
@@ -109,6 +118,7 @@ pub fn init(format: LogFormat) -> LogGuard {
     LogGuard {
         _worker: worker,
         dropped,
+        request_log,
     }
 }
 
