@@ -17,39 +17,33 @@ use axum::routing::future::RouteFuture;
 use axum::Router;
 use futures::future::{BoxFuture, Either};
 use hyper::body::Incoming;
-use tower::{Service, ServiceBuilder};
+use tower::{Layer, Service};
 
-use super::envelope::EnvelopeLayer;
+use super::envelope::{Envelope, EnvelopeFuture, EnvelopeLayer};
 use super::sessions::get_snapshot_direct;
 use super::state::AppState;
-use super::HotRoute;
 
 pub const SNAPSHOT_ROUTE: &str = "/v1/sessions/{session_id}/snapshot";
 
 /// Every request of a connection: the snapshot read straight to its handler, the rest to the
 /// router. Both are always ready.
 #[derive(Clone)]
-pub struct App<S> {
+pub struct App {
     router: Router,
-    snapshot: S,
+    snapshot: Envelope<Snapshot>,
 }
 
 /// `router` with the snapshot read beside it, in the same envelope as the router's routes.
-pub fn app(state: AppState, router: Router, envelope: &EnvelopeLayer) -> App<impl HotRoute> {
+pub fn app(state: AppState, router: Router, envelope: &EnvelopeLayer) -> App {
     // The router's stack without the body limit and `Idempotency-Key`: a GET reads no body.
-    let snapshot = ServiceBuilder::new()
-        .layer(envelope.for_route(SNAPSHOT_ROUTE))
-        .service(Snapshot { state });
+    let snapshot = envelope.for_route(SNAPSHOT_ROUTE).layer(Snapshot { state });
     App { router, snapshot }
 }
 
-impl<S> Service<Request<Incoming>> for App<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible>,
-{
+impl Service<Request<Incoming>> for App {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<S::Future, RouteFuture<Infallible>>;
+    type Future = Either<EnvelopeFuture, RouteFuture<Infallible>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
@@ -90,13 +84,14 @@ impl Service<Request> for Snapshot {
     fn call(&mut self, req: Request) -> Self::Future {
         let state = self.state.clone();
         let (parts, _) = req.into_parts();
-        let session = snapshot_session(parts.uri.path()).map(str::parse);
+        // `App` sends only matched paths here; any other would be an id that names nothing.
+        let session = snapshot_session(parts.uri.path())
+            .unwrap_or_default()
+            .parse();
         Box::pin(async move {
-            let answer = match session {
-                Some(session) => get_snapshot_direct(state, session, parts).await,
-                None => Err(super::error::ApiError::not_found("session")),
-            };
-            Ok(answer.into_response())
+            Ok(get_snapshot_direct(state, session, parts)
+                .await
+                .into_response())
         })
     }
 }

@@ -75,35 +75,10 @@ pub fn openapi_document_for(config: &crate::config::Config) -> utoipa::openapi::
 
 /// The whole service as a connection calls it: the router, with the snapshot read served
 /// beside it ([`hot_path`]) in the same envelope.
-pub fn app(state: AppState, request_log: Option<RequestLog>) -> hot_path::App<impl HotRoute> {
+pub fn app(state: AppState, request_log: Option<RequestLog>) -> hot_path::App {
     let envelope = envelope::EnvelopeLayer::new(state.metrics.clone(), request_log);
     let router = router(state.clone(), envelope.clone());
     hot_path::app(state, router, &envelope)
-}
-
-/// The service a connection calls for the route served beside the router.
-pub trait HotRoute:
-    tower::Service<
-        axum::extract::Request,
-        Response = axum::response::Response,
-        Error = std::convert::Infallible,
-        Future: Send + 'static,
-    > + Clone
-    + Send
-    + 'static
-{
-}
-
-impl<S> HotRoute for S where
-    S: tower::Service<
-            axum::extract::Request,
-            Response = axum::response::Response,
-            Error = std::convert::Infallible,
-            Future: Send + 'static,
-        > + Clone
-        + Send
-        + 'static
-{
 }
 
 /// Every route: docs and the layers every request goes through.

@@ -230,15 +230,25 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// What the telemetry tests read back.
 #[cfg(test)]
-mod tests {
+pub(super) mod testing {
     use std::io;
     use std::sync::{Arc, Mutex};
 
-    use super::*;
+    use tracing_subscriber::fmt::format::JsonFields;
 
+    use super::JsonLine;
+
+    /// A log destination the test reads back.
     #[derive(Clone, Default)]
-    struct Sink(Arc<Mutex<Vec<u8>>>);
+    pub struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Sink {
+        pub fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
 
     impl io::Write for Sink {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -250,8 +260,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_line_carries_its_fields_the_request_id_and_the_current_span() {
+    /// The JSON lines `f` logs, as the service's JSON format writes them.
+    pub fn json_lines_of(f: impl FnOnce()) -> String {
         let sink = Sink::default();
         let writer = sink.clone();
         let subscriber = tracing_subscriber::fmt()
@@ -259,7 +269,19 @@ mod tests {
             .fmt_fields(JsonFields::new())
             .event_format(JsonLine)
             .finish();
-        tracing::subscriber::with_default(subscriber, || {
+        tracing::subscriber::with_default(subscriber, f);
+        sink.text()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::json_lines_of;
+    use super::*;
+
+    #[test]
+    fn a_line_carries_its_fields_the_request_id_and_the_current_span() {
+        let text = json_lines_of(|| {
             let span = tracing::info_span!("lifecycle_step", run_id = "run_1", generation = 2);
             let _entered = span.enter();
             context::with_request_id("req-\"7\"".into(), || {
@@ -267,7 +289,6 @@ mod tests {
             });
             tracing::info!(latency_ms = 1.5, "outside a request");
         });
-        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<serde_json::Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))

@@ -149,25 +149,11 @@ where
 #[cfg(test)]
 mod tests {
     use std::sync::mpsc;
-    use std::sync::{Arc, Mutex};
 
     use tracing_subscriber::fmt::MakeWriter;
 
+    use super::json::testing::Sink;
     use super::*;
-
-    /// A sink the test reads back.
-    #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Shared {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
 
     /// A sink whose first write waits until the test lets it go.
     struct Stuck(Option<mpsc::Receiver<()>>);
@@ -186,7 +172,7 @@ mod tests {
 
     #[test]
     fn json_lines_reach_the_sink_once_the_guard_is_dropped() {
-        let sink = Shared::default();
+        let sink = Sink::default();
         let out = Batched {
             inner: BufWriter::new(sink.clone()),
             rest: WRITE_REST,
@@ -203,7 +189,7 @@ mod tests {
             }
         });
         drop(guard);
-        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let text = sink.text();
         let lines: Vec<serde_json::Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())

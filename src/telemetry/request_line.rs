@@ -89,27 +89,9 @@ fn format(out: &mut String, line: &RequestLine<'_>, now: SystemTime) {
 
 #[cfg(test)]
 mod tests {
-    use std::io;
-    use std::sync::{Arc, Mutex};
-
-    use tracing_subscriber::fmt::format::JsonFields;
-
     use super::super::context;
-    use super::super::json::JsonLine;
+    use super::super::json::testing::json_lines_of;
     use super::*;
-
-    #[derive(Clone, Default)]
-    struct Sink(Arc<Mutex<Vec<u8>>>);
-
-    impl io::Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
 
     /// `line` without its timestamp, which differs between two writes.
     fn untimed(line: &str) -> String {
@@ -119,13 +101,6 @@ mod tests {
 
     #[test]
     fn the_line_is_the_json_formatters_line_of_the_same_event() {
-        let sink = Sink::default();
-        let writer = sink.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .fmt_fields(JsonFields::new())
-            .event_format(JsonLine)
-            .finish();
         let line = RequestLine {
             method: "GET",
             route: "/v1/sessions/{session_id}/snapshot",
@@ -133,7 +108,7 @@ mod tests {
             latency_ms: 0.0421,
             request_id: "req-\"1\"",
         };
-        tracing::subscriber::with_default(subscriber, || {
+        let generic = json_lines_of(|| {
             context::with_request_id(line.request_id.into(), || {
                 tracing::info!(
                     target: TARGET,
@@ -145,7 +120,6 @@ mod tests {
                 );
             });
         });
-        let generic = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
         let mut direct = String::new();
         format(&mut direct, &line, SystemTime::now());
         assert_eq!(untimed(&direct), untimed(&generic));
