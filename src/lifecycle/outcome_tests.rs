@@ -46,7 +46,8 @@ fn checkpoint() -> CheckpointRef {
         generation: 1,
         size_bytes: 10,
         digest: Some(format!("sha256:{}", "9".repeat(64))),
-        created_at: now(),
+        // Fixed: two checkpoints made a millisecond apart must still compare equal.
+        created_at: DateTime::from_timestamp_millis(1_790_000_000_000).unwrap_or_default(),
     }
 }
 
