@@ -4,8 +4,14 @@
 //! Only successful look-ups are cached, for [`TOKEN_CACHE_TTL`]. Revoking a token through
 //! this replica evicts it at once; a revocation made through another replica takes effect
 //! here within the TTL.
+//!
+//! Each thread also keeps the last secret it found here, so a client polling on a keep-alive
+//! connection costs neither a SHA-256 nor the shared lock. Every eviction makes all of them
+//! stale, and each lives no longer than the entry it was found in.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -24,6 +30,24 @@ pub struct TokenCache {
     ttl: Duration,
     capacity: usize,
     entries: Mutex<HashMap<Digest, (Principal, Instant)>>,
+    /// Tells this cache's entries in a thread's [`Last`] from another cache's.
+    nonce: u64,
+    /// Bumped by every eviction, which makes every thread's [`Last`] stale.
+    evictions: AtomicU64,
+}
+
+/// The secret a thread authenticated last and what the cache said of it: a client polling
+/// on a keep-alive connection sends the same secret again and again.
+struct Last {
+    nonce: u64,
+    evictions: u64,
+    secret: Box<str>,
+    principal: Principal,
+    at: Instant,
+}
+
+thread_local! {
+    static LAST: RefCell<Option<Last>> = const { RefCell::new(None) };
 }
 
 impl Default for TokenCache {
@@ -38,6 +62,8 @@ impl TokenCache {
             ttl,
             capacity: capacity.max(1),
             entries: Mutex::new(HashMap::new()),
+            nonce: rand::random(),
+            evictions: AtomicU64::new(0),
         }
     }
 
@@ -61,16 +87,54 @@ impl TokenCache {
     /// The principal of a bearer secret if this cache knows it and it has not expired; no
     /// database read.
     pub fn cached(&self, secret: &str, store: &Store) -> Option<Principal> {
-        self.get(&secret_digest(secret))
+        self.known(secret)
             .filter(|p| p.expires_at.is_none_or(|at| at > store.now()))
     }
 
-    fn get(&self, digest: &Digest) -> Option<Principal> {
+    /// The principal of a fresh entry: this thread's last secret's, else the map's.
+    fn known(&self, secret: &str) -> Option<Principal> {
+        self.last(secret).or_else(|| {
+            let evictions = self.evictions.load(Ordering::Acquire);
+            let (principal, at) = self.entry(&secret_digest(secret))?;
+            self.remember(secret, &principal, at, evictions);
+            Some(principal)
+        })
+    }
+
+    fn entry(&self, digest: &Digest) -> Option<(Principal, Instant)> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries
             .get(digest)
             .filter(|(_, at)| at.elapsed() < self.ttl)
-            .map(|(p, _)| p.clone())
+            .cloned()
+    }
+
+    /// The principal of the secret this thread found last, while that entry is fresh and
+    /// nothing was evicted since.
+    fn last(&self, secret: &str) -> Option<Principal> {
+        LAST.with(|last| {
+            let last = last.try_borrow().ok()?;
+            let last = last.as_ref()?;
+            let fresh = last.nonce == self.nonce
+                && last.evictions == self.evictions.load(Ordering::Acquire)
+                && same_secret(&last.secret, secret)
+                && last.at.elapsed() < self.ttl;
+            fresh.then(|| last.principal.clone())
+        })
+    }
+
+    fn remember(&self, secret: &str, principal: &Principal, at: Instant, evictions: u64) {
+        LAST.with(|last| {
+            if let Ok(mut last) = last.try_borrow_mut() {
+                *last = Some(Last {
+                    nonce: self.nonce,
+                    evictions,
+                    secret: secret.into(),
+                    principal: principal.clone(),
+                    at,
+                });
+            }
+        });
     }
 
     fn put(&self, digest: Digest, principal: Principal) {
@@ -88,6 +152,7 @@ impl TokenCache {
     pub fn evict(&self, token_id: &TokenId) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.retain(|_, (p, _)| &p.token_id != token_id);
+        self.evictions.fetch_add(1, Ordering::AcqRel);
     }
 
     pub fn len(&self) -> usize {
@@ -99,10 +164,26 @@ impl TokenCache {
     }
 }
 
+/// Compares in time that depends on the lengths only, so a response's timing tells nothing
+/// of how much of a guessed secret matched.
+fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |diff, (x, y)| diff | (x ^ y))
+            == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::token::Role;
+
+    impl TokenCache {
+        fn get(&self, digest: &Digest) -> Option<Principal> {
+            self.entry(digest).map(|(p, _)| p)
+        }
+    }
 
     fn principal() -> Principal {
         Principal {
@@ -129,5 +210,35 @@ mod tests {
         let short = TokenCache::new(Duration::ZERO, 10);
         short.put([1; 32], a);
         assert_eq!(short.get(&[1; 32]), None);
+    }
+
+    #[test]
+    fn a_threads_last_secret_is_served_until_an_eviction_and_only_by_its_cache() {
+        let cache = TokenCache::new(Duration::from_secs(60), 10);
+        let a = principal();
+        cache.put(secret_digest("sec-a"), a.clone());
+        assert_eq!(cache.known("sec-a"), Some(a.clone()));
+        // Gone from the map, still this thread's last secret.
+        cache.entries.lock().unwrap().clear();
+        assert_eq!(cache.known("sec-a"), Some(a.clone()));
+        assert_eq!(cache.known("sec-b"), None);
+        assert_eq!(TokenCache::default().known("sec-a"), None);
+
+        cache.put(secret_digest("sec-a"), a.clone());
+        assert_eq!(cache.known("sec-a"), Some(a.clone()));
+        cache.evict(&a.token_id);
+        assert_eq!(cache.known("sec-a"), None);
+
+        let short = TokenCache::new(Duration::ZERO, 10);
+        short.put(secret_digest("sec-a"), a);
+        assert_eq!(short.known("sec-a"), None);
+    }
+
+    #[test]
+    fn secrets_compare_equal_only_when_equal() {
+        assert!(same_secret("abc", "abc"));
+        assert!(!same_secret("abc", "abd"));
+        assert!(!same_secret("abc", "abcd"));
+        assert!(same_secret("", ""));
     }
 }
