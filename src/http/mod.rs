@@ -27,6 +27,7 @@ pub mod runs;
 pub mod runtime;
 pub mod serve;
 pub mod sessions;
+pub mod side;
 pub mod state;
 pub mod strict;
 pub mod ui;

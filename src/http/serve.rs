@@ -22,6 +22,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tower::Service;
 
 use super::idle::{Activity, Tracked};
+use super::side::{beside, Either};
 use crate::metrics::Metrics;
 
 /// What one replica's server allows its clients.
@@ -165,23 +166,44 @@ async fn connection<A: App>(
     let conn =
         hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
     let mut conn = pin!(conn);
-    let mut expired = pin!(activity.expired(idle_timeout));
-    let mut stopping = false;
+    let mut watchdog = pin!(watchdog(&activity, idle_timeout, &stop, false));
     let served = loop {
-        tokio::select! {
-            served = conn.as_mut() => break served,
-            () = expired.as_mut() => {
+        match beside(conn.as_mut(), watchdog.as_mut()).await {
+            Either::Main(served) => break served,
+            Either::Side(Watchdog::Expired) => {
                 tracing::debug!("closed a connection idle for {idle_timeout:?}");
                 return;
             }
-            _ = stop.closed(), if !stopping => {
-                stopping = true;
+            Either::Side(Watchdog::Stopping) => {
                 conn.as_mut().graceful_shutdown();
+                watchdog.set(self::watchdog(&activity, idle_timeout, &stop, true));
             }
         }
     };
     if let Err(e) = served {
         tracing::debug!(error = %e, "connection ended with an error");
+    }
+}
+
+enum Watchdog {
+    Expired,
+    Stopping,
+}
+
+/// Resolves when the connection has idled too long or, until `stopping`, the server stops.
+async fn watchdog(
+    activity: &Activity,
+    idle_timeout: Duration,
+    stop: &watch::Sender<()>,
+    stopping: bool,
+) -> Watchdog {
+    if stopping {
+        activity.expired(idle_timeout).await;
+        return Watchdog::Expired;
+    }
+    tokio::select! {
+        () = activity.expired(idle_timeout) => Watchdog::Expired,
+        () = stop.closed() => Watchdog::Stopping,
     }
 }
 
