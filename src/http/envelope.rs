@@ -17,6 +17,7 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, Request};
 use axum::http::Method;
 use axum::response::Response;
+use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::layers::{panic_response, problem_body, UNMATCHED_ROUTE};
@@ -77,8 +78,6 @@ pub struct Envelope<S> {
     route: Option<&'static str>,
 }
 
-type Inner = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
-
 impl<S> Service<Request> for Envelope<S>
 where
     S: Service<Request, Response = Response, Error = Infallible>,
@@ -86,13 +85,13 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = EnvelopeFuture;
+    type Future = EnvelopeFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Request) -> EnvelopeFuture {
+    fn call(&mut self, req: Request) -> EnvelopeFuture<S::Future> {
         let method = req.method().clone();
         let route = match self.route {
             Some(route) => Route::Fixed(route),
@@ -104,8 +103,10 @@ where
         let id = self.shared.ids.assign(&req);
         let inner = request_id::sync_scope(id.clone(), || {
             match panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(req))) {
-                Ok(inner) => Box::pin(inner) as Inner,
-                Err(panic) => Box::pin(std::future::ready(Ok(panic_response(panic)))),
+                Ok(inner) => Inner::Answering { inner },
+                Err(panic) => Inner::Panicked {
+                    res: Some(panic_response(panic)),
+                },
             }
         });
         EnvelopeFuture {
@@ -126,30 +127,49 @@ enum Route {
     Unmatched,
 }
 
-pub struct EnvelopeFuture {
-    inner: Inner,
-    id: Arc<str>,
-    method: Method,
-    route: Route,
-    started: Instant,
-    shared: Arc<Shared>,
+pin_project! {
+    pub struct EnvelopeFuture<F> {
+        #[pin]
+        inner: Inner<F>,
+        id: Arc<str>,
+        method: Method,
+        route: Route,
+        started: Instant,
+        shared: Arc<Shared>,
+    }
 }
 
-impl Future for EnvelopeFuture {
+pin_project! {
+    /// The inner service's answer, or the `500` of a service that panicked when called.
+    #[project = InnerProj]
+    enum Inner<F> {
+        Answering { #[pin] inner: F },
+        Panicked { res: Option<Response> },
+    }
+}
+
+impl<F> Future for EnvelopeFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
     type Output = Result<Response, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        let inner = &mut this.inner;
-        let polled = request_id::sync_scope(this.id.clone(), || {
-            match panic::catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll(cx))) {
-                Ok(polled) => polled,
-                Err(panic) => Poll::Ready(Ok(panic_response(panic))),
+        let this = self.project();
+        let inner = this.inner;
+        let polled = request_id::sync_scope(this.id.clone(), || match inner.project() {
+            InnerProj::Answering { inner } => {
+                match panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+                    Ok(polled) => polled,
+                    Err(panic) => Poll::Ready(Ok(panic_response(panic))),
+                }
             }
+            // Taken by the poll that finished this future; another poll is a caller's bug.
+            InnerProj::Panicked { res } => res.take().map_or(Poll::Pending, |r| Poll::Ready(Ok(r))),
         });
         let Ok(res) = std::task::ready!(polled);
         let latency = this.started.elapsed();
-        let route = match &this.route {
+        let route = match this.route {
             Route::Matched(m) => m.as_str(),
             Route::Fixed(route) => route,
             Route::Unmatched => UNMATCHED_ROUTE,
@@ -174,7 +194,7 @@ impl Future for EnvelopeFuture {
                         route,
                         status,
                         latency_ms,
-                        request_id: &this.id,
+                        request_id: this.id,
                     });
                 }
             } else {
@@ -189,7 +209,7 @@ impl Future for EnvelopeFuture {
             }
             res
         });
-        request_id::echo(&mut res, &this.id);
+        request_id::echo(&mut res, this.id);
         let status = res.status().as_u16();
         this.shared
             .metrics

@@ -43,7 +43,7 @@ pub fn app(state: AppState, router: Router, envelope: &EnvelopeLayer) -> App {
 impl Service<Request<Incoming>> for App {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<EnvelopeFuture, RouteFuture<Infallible>>;
+    type Future = Either<EnvelopeFuture<SnapshotFuture>, RouteFuture<Infallible>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
@@ -67,6 +67,8 @@ fn snapshot_session(path: &str) -> Option<&str> {
     plain.then_some(id)
 }
 
+type SnapshotFuture = BoxFuture<'static, Result<Response, Infallible>>;
+
 #[derive(Clone)]
 struct Snapshot {
     state: AppState,
@@ -75,7 +77,7 @@ struct Snapshot {
 impl Service<Request> for Snapshot {
     type Response = Response;
     type Error = Infallible;
-    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+    type Future = SnapshotFuture;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
