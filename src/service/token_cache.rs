@@ -41,7 +41,7 @@ pub struct TokenCache {
 struct Last {
     nonce: u64,
     evictions: u64,
-    secret: Box<str>,
+    secret: String,
     principal: Principal,
     at: Instant,
 }
@@ -123,16 +123,29 @@ impl TokenCache {
         })
     }
 
+    /// Replaces this thread's last secret in place: a thread that serves many tokens in turn
+    /// reuses the secret's buffer instead of allocating one per request.
     fn remember(&self, secret: &str, principal: &Principal, at: Instant, evictions: u64) {
         LAST.with(|last| {
-            if let Ok(mut last) = last.try_borrow_mut() {
-                *last = Some(Last {
-                    nonce: self.nonce,
-                    evictions,
-                    secret: secret.into(),
-                    principal: principal.clone(),
-                    at,
-                });
+            let Ok(mut last) = last.try_borrow_mut() else {
+                return;
+            };
+            match last.as_mut() {
+                Some(last) => {
+                    last.secret.clear();
+                    last.secret.push_str(secret);
+                    last.principal.clone_from(principal);
+                    (last.nonce, last.evictions, last.at) = (self.nonce, evictions, at);
+                }
+                None => {
+                    *last = Some(Last {
+                        nonce: self.nonce,
+                        evictions,
+                        secret: secret.to_owned(),
+                        principal: principal.clone(),
+                        at,
+                    });
+                }
             }
         });
     }
@@ -228,6 +241,15 @@ mod tests {
         assert_eq!(cache.known("sec-a"), Some(a.clone()));
         cache.evict(&a.token_id);
         assert_eq!(cache.known("sec-a"), None);
+
+        // Two tokens in turn on one thread: each replaces the other as the last one.
+        let b = principal();
+        cache.put(secret_digest("sec-a"), a.clone());
+        cache.put(secret_digest("sec-bb"), b.clone());
+        for _ in 0..2 {
+            assert_eq!(cache.known("sec-a"), Some(a.clone()));
+            assert_eq!(cache.known("sec-bb"), Some(b.clone()));
+        }
 
         let short = TokenCache::new(Duration::ZERO, 10);
         short.put(secret_digest("sec-a"), a);
