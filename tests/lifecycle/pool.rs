@@ -143,7 +143,7 @@ async fn a_slow_provision_keeps_its_lease_against_another_replica() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_hands_in_flight_work_back_for_another_replica() {
-    let provider = provider_with_faults("provision=delay_ms=5000:times=1").await;
+    let provider = provider_with_faults("provision=hold:times=1").await;
     let (url, _db) = db::fresh_url(Backend::Postgres).await;
     let a = replica_store(&url).await;
     a.migrate().await.unwrap();
@@ -176,6 +176,7 @@ async fn shutdown_hands_in_flight_work_back_for_another_replica() {
     })
     .await;
     assert_eq!(b.metrics().lease_takeovers.load(Ordering::Relaxed), 0);
+    provider.open_held_calls();
     stop_b.send_replace(true);
     tokio::time::timeout(LIMIT, second.join()).await.unwrap();
 }

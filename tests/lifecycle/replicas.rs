@@ -89,7 +89,7 @@ async fn replicas_never_act_on_one_run_together() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_that_dies_mid_release_is_taken_over_and_nothing_is_done_twice() {
-    let lx = lx_with_faults(Backend::Postgres, "release=delay_ms=1500:times=1").await;
+    let lx = lx_with_faults(Backend::Postgres, "release=hold:times=1").await;
     let a = lx.replica("replica-a2").await;
     let b = lx.replica("replica-b").await;
     let s = lx.session().await;
@@ -113,6 +113,7 @@ async fn a_replica_that_dies_mid_release_is_taken_over_and_nothing_is_done_twice
     // The replica loses its database while the provider works: it can record nothing, not
     // even hand its lease back.
     a.store.close().await;
+    lx.provider.open_held_calls();
     let ended = tokio::time::timeout(LIMIT, dying).await.unwrap().unwrap();
     assert!(
         matches!(ended, Err(ref e) if e.to_string().contains("database")),

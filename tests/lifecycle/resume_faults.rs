@@ -144,7 +144,7 @@ async fn a_failing_restore_is_retried_within_a_second_while_the_human_waits(back
 
 async fn a_reply_during_the_release_call_keeps_its_answer(backend: Backend) {
     // The reply bumps the record while the provider is still answering; the answer stands.
-    let ax = ax_with_faults(backend, "release=delay_ms=1500:times=1").await;
+    let ax = ax_with_faults(backend, "release=hold:times=1").await;
     let (session, run, _claim, pid) = ax.suspended_with_work().await;
     let store = ax.driver.store.clone();
     let mut work = store
@@ -155,7 +155,9 @@ async fn a_reply_during_the_release_call_keeps_its_answer(backend: Backend) {
     let work = work.remove(0);
     let (processed, _) = tokio::join!(ax.driver.coordinator.process(work), async {
         until(|| async { ax.record(&run).await["state"] == "release_requested" }).await;
-        ax.approve(&session).await
+        let approved = ax.approve(&session).await;
+        ax.provider.open_held_calls();
+        approved
     });
     assert_eq!(
         processed.unwrap(),

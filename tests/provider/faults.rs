@@ -175,7 +175,7 @@ async fn injected_endpoint_errors_follow_the_contract() {
 
 #[tokio::test]
 async fn a_slow_provider_makes_the_call_time_out_as_uncertain() {
-    let h = Harness::with_faults("inspect=delay_ms=400:times=1").await;
+    let h = Harness::with_faults("inspect=hold:times=1").await;
     let sbx = h.provision("p1").await;
     let opts = CallOptions {
         timeout: Some(std::time::Duration::from_millis(100)),

@@ -73,6 +73,11 @@ impl Harness {
         self.provider = Some(provider);
     }
 
+    /// Lets the calls a `hold` fault stopped go on.
+    pub fn open_held_calls(&self) {
+        self.provider.as_ref().unwrap().engine().faults().open();
+    }
+
     pub fn base_url(&self) -> String {
         self.provider.as_ref().unwrap().base_url()
     }

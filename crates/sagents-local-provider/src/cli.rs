@@ -18,7 +18,7 @@ ACTION: recoverable (503, retryable, nothing done) | terminal (500, not retryabl
         run as the owner) | unconfirmed (answer compute_released: false) | drop (do the
         work, cut the connection) | forget (inspect, attach, release, exec only: lose the
         sandbox as if its state were gone, then answer 404) | delay_ms=N |
-        fail (snapshot and resume only).
+        hold (wait until the provider stops, then answer) | fail (snapshot and resume only).
 MODIFIER: times=N (first N calls only) | p=F (probability F in [0,1]); none = every call.
 Example: release=recoverable:times=2;restore=delay_ms=300;inspect=forget:times=1";
 

@@ -151,6 +151,11 @@ fn settle_intents(layout: &Layout) -> std::io::Result<()> {
 }
 
 impl Engine {
+    /// The fault plan this provider runs with (empty outside tests).
+    pub fn faults(&self) -> &FaultPlan {
+        &self.faults
+    }
+
     /// Loads every persisted sandbox (a terminated one only by id) and reports honestly what survived: a sandbox whose
     /// processes are gone is `lost`; one paused by an interrupted snapshot is resumed; what an
     /// interrupted provision or restore left behind is removed (its intent stays, so a retry

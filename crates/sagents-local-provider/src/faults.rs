@@ -23,6 +23,9 @@
 //!                            sandbox as if its state were gone (processes killed, state and
 //!                            isolated files removed), then handle the call, which answers 404)
 //!           | delay_ms=N    (wait N ms, then handle normally)
+//!           | hold          (wait until the plan is opened, then handle normally: a test
+//!                            opens it with `FaultPlan::open`; a stopping provider opens
+//!                            it, so from the command line the call waits until then)
 //!           | fail          (snapshot / resume only: that step fails)
 //!           | crash         (create_* only: stop right after that step as a killed provider
 //!                            would: files and processes stay as they are, nothing else is
@@ -37,6 +40,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+use tokio::sync::watch;
 
 sagents_text_enum::text_enum! {
     pub enum FaultPoint as "fault point" {
@@ -69,6 +74,7 @@ pub enum FaultAction {
     Unconfirmed,
     Drop,
     Delay(Duration),
+    Hold,
     Fail,
     Forget,
     Crash,
@@ -94,13 +100,27 @@ pub struct FaultSpecError {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FaultDecision {
     pub delay: Option<Duration>,
+    /// Wait for [`FaultPlan::open`] before handling the call.
+    pub hold: bool,
     /// The first non-delay action that fired.
     pub action: Option<FaultAction>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FaultPlan {
     rules: Vec<FaultRule>,
+    opened: watch::Sender<bool>,
+    held: AtomicU64,
+}
+
+impl Default for FaultPlan {
+    fn default() -> Self {
+        Self {
+            rules: Vec::new(),
+            opened: watch::Sender::new(false),
+            held: AtomicU64::new(0),
+        }
+    }
 }
 
 impl FaultPlan {
@@ -111,7 +131,28 @@ impl FaultPlan {
             .filter(|r| !r.is_empty())
             .map(parse_rule)
             .collect::<Result<_, _>>()?;
-        Ok(Self { rules })
+        Ok(Self {
+            rules,
+            ..Self::default()
+        })
+    }
+
+    /// Lets every held call, and every later one, go on.
+    pub fn open(&self) {
+        self.opened.send_replace(true);
+    }
+
+    /// How many calls a `hold` rule has stopped so far.
+    pub fn held_calls(&self) -> u64 {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the plan is opened.
+    pub async fn hold(&self) {
+        self.held.fetch_add(1, Ordering::SeqCst);
+        let mut opened = self.opened.subscribe();
+        // The sender lives as long as the plan, so the wait ends only when it is opened.
+        let _ = opened.wait_for(|o| *o).await;
     }
 
     pub fn is_empty(&self) -> bool {
@@ -133,6 +174,7 @@ impl FaultPlan {
             }
             match rule.action {
                 FaultAction::Delay(d) => *out.delay.get_or_insert(Duration::ZERO) += d,
+                FaultAction::Hold => out.hold = true,
                 a => {
                     out.action.get_or_insert(a);
                 }
@@ -185,13 +227,14 @@ fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
         "fail" => FaultAction::Fail,
         "forget" => FaultAction::Forget,
         "crash" => FaultAction::Crash,
+        "hold" => FaultAction::Hold,
         other => match other.strip_prefix("delay_ms=") {
             Some(ms) => FaultAction::Delay(Duration::from_millis(
                 ms.parse().map_err(|_| err("delay_ms needs an integer"))?,
             )),
             None => return Err(err(
                 "ACTION must be recoverable, terminal, refused, foreign, unconfirmed, drop, forget, \
-                     fail, crash or delay_ms=N",
+                     fail, crash, hold or delay_ms=N",
             )),
         },
     };
@@ -308,6 +351,25 @@ mod tests {
             assert!(FaultPlan::parse(bad).is_err(), "{bad}");
         }
         assert!(FaultPlan::parse("").unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_held_call_goes_on_once_the_plan_is_opened() {
+        let plan = std::sync::Arc::new(FaultPlan::parse("release=hold:times=1").unwrap());
+        assert!(plan.decide(FaultPoint::Release).hold);
+        assert!(!plan.decide(FaultPoint::Release).hold);
+        let held = tokio::spawn({
+            let plan = plan.clone();
+            async move { plan.hold().await }
+        });
+        while plan.held_calls() == 0 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!held.is_finished());
+        plan.open();
+        held.await.unwrap();
+        plan.hold().await;
+        assert_eq!(plan.held_calls(), 2);
     }
 
     #[test]

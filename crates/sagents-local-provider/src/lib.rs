@@ -134,8 +134,10 @@ impl LocalProvider {
         &self.engine
     }
 
-    /// Stops serving; sandboxes keep running, as across a real restart.
+    /// Stops serving; sandboxes keep running, as across a real restart. Calls a `hold`
+    /// fault stopped are handled first.
     pub async fn stop(mut self) {
+        self.engine.faults().open();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

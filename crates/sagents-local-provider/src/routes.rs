@@ -148,6 +148,9 @@ where
     if let Some(delay) = decision.delay {
         tokio::time::sleep(delay).await;
     }
+    if decision.hold {
+        s.engine.faults.hold().await;
+    }
     match decision.action {
         Some(FaultAction::Recoverable) => {
             return ApiError::recoverable(
