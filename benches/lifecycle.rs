@@ -187,7 +187,7 @@ async fn bench(backend: Backend, k: &Knobs) -> Figures {
 
 fn main() {
     // The service's own logging as deployed (default filter, JSON lines on stderr).
-    let logs = sagents::telemetry::init(sagents::config::LogFormat::Json);
+    let logs = sagents::telemetry::init(sagents::config::LogFormat::Json).expect("the log thread");
     let knobs = Knobs::from_env();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -201,7 +201,7 @@ fn main() {
         }
         out
     });
-    let dropped = logs.dropped_lines().dropped_lines();
+    let dropped = logs.dropped_lines().get();
     report::print(&knobs, &figures, start.elapsed(), dropped);
     logs.flush();
 }

@@ -32,7 +32,7 @@ pub static malloc_conf: &[u8] = b"background_thread:true,dirty_decay_ms:1000,muz
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let logs = telemetry::init(cli.config.log_format);
+    let logs = telemetry::init(cli.config.log_format).context("starting the log thread")?;
     let result = run(cli, &logs).await;
     // Every line logged until now is written out before the process exits.
     logs.flush();

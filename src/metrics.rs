@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use tracing_appender::non_blocking::ErrorCounter;
+use crate::telemetry::queue::DroppedLines;
 
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -25,7 +25,7 @@ pub struct Metrics {
     pub http: HttpMetrics,
     pub lifecycle: LifecycleCounters,
     /// The log's count of lines it dropped because its queue was full.
-    log_lines_dropped: OnceLock<ErrorCounter>,
+    log_lines_dropped: OnceLock<DroppedLines>,
 }
 
 impl Metrics {
@@ -34,14 +34,12 @@ impl Metrics {
     }
 
     /// Exports the log's dropped-line count; the first counter given is the one kept.
-    pub fn track_log_drops(&self, counter: ErrorCounter) {
+    pub fn track_log_drops(&self, counter: DroppedLines) {
         let _ = self.log_lines_dropped.set(counter);
     }
 
     pub fn log_lines_dropped(&self) -> u64 {
-        self.log_lines_dropped
-            .get()
-            .map_or(0, |c| u64::try_from(c.dropped_lines()).unwrap_or(u64::MAX))
+        self.log_lines_dropped.get().map_or(0, DroppedLines::get)
     }
 
     /// Prometheus text exposition (format 0.0.4) of everything this process counts.
@@ -326,8 +324,9 @@ mod tests {
         assert!(m
             .render_prometheus()
             .contains("\nsagents_log_lines_dropped_total 0\n"));
-        let (writer, _guard) = tracing_appender::non_blocking(std::io::sink());
-        m.track_log_drops(writer.error_counter());
+        let (writer, _thread) =
+            crate::telemetry::queue::spawn(std::io::sink(), 64, std::time::Duration::ZERO).unwrap();
+        m.track_log_drops(writer.dropped_lines());
         let text = m.render_prometheus();
         assert!(text.contains("# TYPE sagents_log_lines_dropped_total counter\n"));
         assert!(text.contains("\nsagents_log_lines_dropped_total 0\n"));

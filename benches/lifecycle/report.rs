@@ -188,7 +188,7 @@ fn groups_cell(groups: &[Groups], n: usize) -> String {
         .join("; ")
 }
 
-pub fn print(k: &Knobs, figures: &[Figures], took: Duration, dropped_log_lines: usize) {
+pub fn print(k: &Knobs, figures: &[Figures], took: Duration, dropped_log_lines: u64) {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let cells = |f: &dyn Fn(&Figures) -> String| figures.iter().map(f).collect::<Vec<_>>();
     let mut out = String::new();

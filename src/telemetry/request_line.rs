@@ -7,13 +7,10 @@
 //! same filter (`RUST_LOG`, for [`TARGET`] at `info`) and goes through the same bounded queue.
 
 use std::cell::RefCell;
-use std::io::Write as _;
 use std::time::SystemTime;
 
-use tracing_appender::non_blocking::NonBlocking;
-use tracing_subscriber::fmt::MakeWriter;
-
 use super::json::{push_json_str, write_timestamp};
+use super::queue::LogWriter;
 
 /// The target the line names, as the envelope's `tracing` event would.
 pub const TARGET: &str = "sagents::http::envelope";
@@ -25,18 +22,24 @@ pub struct RequestLine<'a> {
     pub method: &'a str,
     pub route: &'a str,
     pub status: u16,
-    pub latency_ms: f64,
+    /// Whole microseconds: the line shows milliseconds to three decimals at most.
+    pub latency_us: u64,
     pub request_id: &'a str,
+}
+
+/// The latency a `tracing` event of the line carries, the same number the line shows.
+pub fn latency_ms(latency_us: u64) -> f64 {
+    latency_us as f64 / 1000.0
 }
 
 /// Writes request lines into the log's queue. Only a JSON log has one.
 #[derive(Clone)]
 pub struct RequestLog {
-    writer: NonBlocking,
+    writer: LogWriter,
 }
 
 impl RequestLog {
-    pub(super) fn new(writer: NonBlocking) -> Self {
+    pub(super) fn new(writer: LogWriter) -> Self {
         Self { writer }
     }
 
@@ -53,7 +56,7 @@ impl RequestLog {
             };
             buf.clear();
             format(&mut buf, line, SystemTime::now());
-            let _ = self.writer.make_writer().write_all(buf.as_bytes());
+            self.writer.push(buf.as_bytes());
         });
     }
 }
@@ -75,16 +78,36 @@ fn format(out: &mut String, line: &RequestLine<'_>, now: SystemTime) {
     out.push_str(",\"status\":");
     out.push_str(itoa::Buffer::new().format(line.status));
     out.push_str(",\"latency_ms\":");
-    if line.latency_ms.is_finite() {
-        out.push_str(ryu::Buffer::new().format_finite(line.latency_ms));
-    } else {
-        out.push_str("null");
-    }
+    push_millis(out, line.latency_us);
     out.push_str(",\"target\":");
     push_json_str(out, TARGET);
     out.push_str(",\"request_id\":");
     push_json_str(out, line.request_id);
     out.push_str("}\n");
+}
+
+/// `latency_us` in milliseconds as JSON's float formatting writes [`latency_ms`] of it
+/// (`0.0`, `0.042`, `12.5`), from integers instead of a shortest-float search.
+fn push_millis(out: &mut String, latency_us: u64) {
+    // Past 15 digits a float no longer holds every microsecond exactly.
+    if latency_us >= 1_000_000_000_000_000 {
+        out.push_str(ryu::Buffer::new().format_finite(latency_ms(latency_us)));
+        return;
+    }
+    out.push_str(itoa::Buffer::new().format(latency_us / 1000));
+    out.push('.');
+    let fraction = latency_us % 1000;
+    if fraction == 0 {
+        out.push('0');
+        return;
+    }
+    let digits = [
+        b'0' + (fraction / 100) as u8,
+        b'0' + (fraction / 10 % 10) as u8,
+        b'0' + (fraction % 10) as u8,
+    ];
+    let significant = 3 - digits.iter().rev().take_while(|d| **d == b'0').count();
+    out.push_str(std::str::from_utf8(&digits[..significant]).unwrap_or("0"));
 }
 
 #[cfg(test)]
@@ -105,7 +128,7 @@ mod tests {
             method: "GET",
             route: "/v1/sessions/{session_id}/snapshot",
             status: 304,
-            latency_ms: 0.0421,
+            latency_us: 421,
             request_id: "req-\"1\"",
         };
         let generic = json_lines_of(|| {
@@ -116,7 +139,7 @@ mod tests {
                     method = line.method,
                     route = line.route,
                     status = line.status,
-                    latency_ms = line.latency_ms
+                    latency_ms = latency_ms(line.latency_us)
                 );
             });
         });
@@ -126,5 +149,19 @@ mod tests {
         let parsed: serde_json::Value = serde_json::from_str(&direct).unwrap();
         assert_eq!(parsed["request_id"], "req-\"1\"");
         assert_eq!(parsed["status"], 304);
+        assert_eq!(parsed["latency_ms"], 0.421);
+    }
+
+    #[test]
+    fn milliseconds_are_written_as_the_float_formatter_writes_them() {
+        let samples = (0..20_000)
+            .chain((0..40).map(|k| 7u64.pow(k / 2) * (k as u64 + 1)))
+            .chain([999_999_999_999_999, 1_000_000_000_000_000, u64::MAX]);
+        for us in samples {
+            let mut ours = String::new();
+            push_millis(&mut ours, us);
+            let float = ryu::Buffer::new().format_finite(latency_ms(us)).to_owned();
+            assert_eq!(ours, float, "{us} µs");
+        }
     }
 }
