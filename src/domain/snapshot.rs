@@ -56,7 +56,13 @@ impl Snapshot {
 }
 
 pub fn etag_for(revision: i64) -> String {
-    format!("\"{revision}\"")
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(revision);
+    let mut etag = String::with_capacity(digits.len() + 2);
+    etag.push('"');
+    etag.push_str(digits);
+    etag.push('"');
+    etag
 }
 
 /// Whether an `If-None-Match` header value names the given revision (`*` matches any).
@@ -72,6 +78,15 @@ pub fn if_none_match_matches(header: &str, revision: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_etag_is_the_quoted_revision_and_matches_itself() {
+        for revision in [0, 7, 1_234_567_890_123, i64::MAX] {
+            let etag = etag_for(revision);
+            assert_eq!(etag, format!("\"{revision}\""));
+            assert!(if_none_match_matches(&etag, revision));
+        }
+    }
 
     #[test]
     fn if_none_match_accepts_lists_and_weak_tags() {

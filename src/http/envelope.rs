@@ -78,9 +78,9 @@ pub struct Envelope<S> {
     route: Option<&'static str>,
 }
 
-impl<S> Service<Request> for Envelope<S>
+impl<S, B> Service<Request<B>> for Envelope<S>
 where
-    S: Service<Request, Response = Response, Error = Infallible>,
+    S: Service<Request<B>, Response = Response, Error = Infallible>,
     S::Future: Send + 'static,
 {
     type Response = Response;
@@ -91,7 +91,7 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Request) -> EnvelopeFuture<S::Future> {
+    fn call(&mut self, req: Request<B>) -> EnvelopeFuture<S::Future> {
         let method = req.method().clone();
         let route = match self.route {
             Some(route) => Route::Fixed(route),
@@ -178,7 +178,8 @@ where
         let mut res = request_id::sync_scope(this.id.clone(), || {
             let res = problem_body(res);
             let status = res.status().as_u16();
-            let latency_ms = latency.as_secs_f64() * 1000.0;
+            let latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+            let latency_ms = request_line::latency_ms(latency_us);
             if res.status().is_server_error() {
                 tracing::error!(
                     message = "request failed",
@@ -193,7 +194,7 @@ where
                         method,
                         route,
                         status,
-                        latency_ms,
+                        latency_us,
                         request_id: this.id,
                     });
                 }

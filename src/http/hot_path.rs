@@ -9,7 +9,6 @@
 use std::convert::Infallible;
 use std::task::{Context, Poll};
 
-use axum::body::Body;
 use axum::extract::Request;
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
@@ -51,7 +50,7 @@ impl Service<Request<Incoming>> for App {
 
     fn call(&mut self, req: Request<Incoming>) -> Self::Future {
         if req.method() == Method::GET && snapshot_session(req.uri().path()).is_some() {
-            Either::Left(self.snapshot.call(req.map(Body::new)))
+            Either::Left(self.snapshot.call(req))
         } else {
             Either::Right(self.router.call(req))
         }
@@ -74,7 +73,7 @@ struct Snapshot {
     state: AppState,
 }
 
-impl Service<Request> for Snapshot {
+impl Service<Request<Incoming>> for Snapshot {
     type Response = Response;
     type Error = Infallible;
     type Future = SnapshotFuture;
@@ -83,7 +82,7 @@ impl Service<Request> for Snapshot {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: Request) -> Self::Future {
+    fn call(&mut self, req: Request<Incoming>) -> Self::Future {
         let state = self.state.clone();
         let (parts, _) = req.into_parts();
         // `App` sends only matched paths here; any other would be an id that names nothing.

@@ -4,8 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use axum::extract::Request;
-use axum::http::{HeaderName, HeaderValue};
+use axum::http::{HeaderName, HeaderValue, Request};
 use axum::response::Response;
 
 use crate::telemetry::context;
@@ -45,7 +44,7 @@ impl RequestIds {
     }
 
     /// The request's id: the client's when it sent a sane one, else a new one.
-    pub fn assign(&self, req: &Request) -> Arc<str> {
+    pub fn assign<B>(&self, req: &Request<B>) -> Arc<str> {
         req.headers()
             .get(&REQUEST_ID)
             .and_then(|v| v.to_str().ok())
