@@ -75,7 +75,8 @@ pub fn spawn<W: Write + Send + 'static>(
     let thread = std::thread::Builder::new()
         .name("sagents-log".into())
         .spawn(move || {
-            let mut batch = Vec::with_capacity(limit_bytes.min(1 << 20));
+            // Swapped with the queue's buffer: the two keep their capacity between batches.
+            let mut batch = Vec::new();
             loop {
                 let closed = {
                     let mut state = drained.state();
@@ -129,7 +130,7 @@ impl LogWriter {
     }
 }
 
-impl Write for LogWriter {
+impl Write for &LogWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.push(buf);
         Ok(buf.len())
@@ -141,10 +142,10 @@ impl Write for LogWriter {
 }
 
 impl<'a> MakeWriter<'a> for LogWriter {
-    type Writer = LogWriter;
+    type Writer = &'a LogWriter;
 
-    fn make_writer(&'a self) -> LogWriter {
-        self.clone()
+    fn make_writer(&'a self) -> &'a LogWriter {
+        self
     }
 }
 
@@ -208,6 +209,33 @@ mod tests {
             assert_eq!(mine, expected);
         }
         assert_eq!(writer.dropped_lines().get(), 0);
+    }
+
+    #[test]
+    fn tracing_events_reach_the_sink_as_whole_lines() {
+        let sink = Sink::default();
+        let (writer, thread) = spawn(sink.clone(), 1 << 20, Duration::ZERO).unwrap();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .flatten_event(true)
+            .with_writer(writer)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            for n in 0..3 {
+                tracing::info!(n, "request finished");
+            }
+        });
+        drop(thread);
+        let text = sink.text();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        for (n, line) in lines.iter().enumerate() {
+            assert_eq!(line["message"], "request finished");
+            assert_eq!(line["n"], n);
+        }
     }
 
     #[test]
