@@ -7,6 +7,7 @@ use serde_json::json;
 use super::batch_reads::{pairs, params};
 use super::rows;
 use super::sessions::sees;
+use super::sets::in_ids;
 use super::tx::WriteTx;
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
@@ -116,10 +117,11 @@ pub(super) async fn owners_of(
     ids: &[&str],
 ) -> StoreResult<HashMap<String, String>> {
     let sql = format!(
-        "SELECT id, tenant_id FROM sessions WHERE id IN ({})",
-        params(1, ids.len())
+        "SELECT id, tenant_id FROM sessions WHERE id {}",
+        in_ids(tx.backend, 1, ids.len())
     );
-    pairs(tx.conn(), &sql, ids, |row| {
+    let backend = tx.backend;
+    pairs(tx.conn(), backend, &sql, ids, |row| {
         Ok((rows::text(row, "id")?, rows::text(row, "tenant_id")?))
     })
     .await
