@@ -9,7 +9,6 @@ use super::rows::{
     self, InteractionRecord, RunRecord, INTERACTION_COLS, JOB_COLS, RESOURCE_COLS, RUN_RECORD_COLS,
     SUSPENSION_COLS,
 };
-use super::sets::{bind_ids, in_ids};
 use super::{Backend, Store, StoreResult};
 use crate::domain::interaction::Suspension;
 use crate::domain::job::Job;
@@ -60,11 +59,19 @@ pub(super) fn value_rows(first: usize, rows: usize, cols: usize) -> String {
         .join(", ")
 }
 
-/// Each row `sql` selects with `ids` bound as its [`in_ids`] from `$1`, parsed into a key
-/// and a value.
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+/// Binds each id, in order, after whatever `query` has bound already.
+pub(super) fn bind_ids<'q>(mut query: AnyQuery<'q>, ids: &'q [&'q str]) -> AnyQuery<'q> {
+    for id in ids {
+        query = query.bind(*id);
+    }
+    query
+}
+
+/// Each row `sql` selects with `ids` bound as `$1…`, parsed into a key and a value.
 pub(super) async fn pairs<V>(
     conn: &mut AnyConnection,
-    backend: Backend,
     sql: &str,
     ids: &[&str],
     parse: impl Fn(&sqlx::any::AnyRow) -> StoreResult<(String, V)>,
@@ -72,22 +79,19 @@ pub(super) async fn pairs<V>(
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
-    let found = bind_ids(backend, sqlx::query(sql), ids)
-        .fetch_all(conn)
-        .await?;
+    let found = bind_ids(sqlx::query(sql), ids).fetch_all(conn).await?;
     found.iter().map(parse).collect()
 }
 
-/// The rows `sql` selects with `ids` bound as its [`in_ids`] from `$1`, parsed, by `key`.
+/// The rows `sql` selects with `ids` bound as `$1…`, parsed, by `key`.
 async fn keyed<T>(
     conn: &mut AnyConnection,
-    backend: Backend,
     sql: &str,
     ids: &[&str],
     parse: fn(&sqlx::any::AnyRow) -> StoreResult<T>,
     key: fn(&T) -> &str,
 ) -> StoreResult<HashMap<String, T>> {
-    pairs(conn, backend, sql, ids, |row| {
+    pairs(conn, sql, ids, |row| {
         let item = parse(row)?;
         Ok((key(&item).to_owned(), item))
     })
@@ -107,14 +111,11 @@ impl Store {
         }
         let sql = format!(
             "SELECT {RUN_RECORD_COLS} FROM runs r JOIN sessions s ON s.id = r.session_id \
-             WHERE r.id {} ORDER BY r.id{}",
-            in_ids(self.backend(), 1, ids.len()),
+             WHERE r.id IN ({}) ORDER BY r.id{}",
+            params(1, ids.len()),
             if lock { self.lock_run() } else { "" }
         );
-        keyed(conn, self.backend(), &sql, ids, rows::run_record, |r| {
-            r.run.id.as_str()
-        })
-        .await
+        keyed(conn, &sql, ids, rows::run_record, |r| r.run.id.as_str()).await
     }
 
     /// The interactions among `ids`, in id order; locked if `lock`.
@@ -125,18 +126,13 @@ impl Store {
         lock: bool,
     ) -> StoreResult<HashMap<String, InteractionRecord>> {
         let sql = format!(
-            "SELECT {INTERACTION_COLS} FROM interactions i WHERE i.id {} ORDER BY i.id{}",
-            in_ids(self.backend(), 1, ids.len()),
+            "SELECT {INTERACTION_COLS} FROM interactions i WHERE i.id IN ({}) ORDER BY i.id{}",
+            params(1, ids.len()),
             if lock { self.lock_row() } else { "" }
         );
-        keyed(
-            conn,
-            self.backend(),
-            &sql,
-            ids,
-            rows::interaction_record,
-            |r| r.interaction.id.as_str(),
-        )
+        keyed(conn, &sql, ids, rows::interaction_record, |r| {
+            r.interaction.id.as_str()
+        })
         .await
     }
 
@@ -152,15 +148,12 @@ impl Store {
             return Ok(HashMap::new());
         }
         let sql = format!(
-            "SELECT {RESOURCE_COLS} FROM execution_resources WHERE run_id {} \
+            "SELECT {RESOURCE_COLS} FROM execution_resources WHERE run_id IN ({}) \
              ORDER BY run_id DESC{}",
-            in_ids(self.backend(), 1, ids.len()),
+            params(1, ids.len()),
             if lock { self.lock_row() } else { "" }
         );
-        keyed(conn, self.backend(), &sql, ids, rows::resource, |r| {
-            r.run_id.as_str()
-        })
-        .await
+        keyed(conn, &sql, ids, rows::resource, |r| r.run_id.as_str()).await
     }
 
     /// Every ancestor of each run, nearest first: `(run, ancestor)` pairs.
@@ -175,14 +168,14 @@ impl Store {
         let sql = format!(
             "WITH RECURSIVE a (root, id, depth) AS (\
                SELECT id, parent_run_id, 1 FROM runs \
-               WHERE id {} AND parent_run_id IS NOT NULL \
+               WHERE id IN ({}) AND parent_run_id IS NOT NULL \
                UNION ALL \
                SELECT a.root, r.parent_run_id, a.depth + 1 FROM runs r JOIN a ON r.id = a.id \
                WHERE r.parent_run_id IS NOT NULL) \
              SELECT root, id FROM a ORDER BY depth, id",
-            in_ids(self.backend(), 1, ids.len())
+            params(1, ids.len())
         );
-        bind_ids(self.backend(), sqlx::query(&sql), ids)
+        bind_ids(sqlx::query(&sql), ids)
             .fetch_all(conn)
             .await?
             .iter()
@@ -201,14 +194,11 @@ impl Store {
             return Ok(out);
         }
         let sql = format!(
-            "SELECT {JOB_COLS} FROM jobs j WHERE j.run_id {} \
+            "SELECT {JOB_COLS} FROM jobs j WHERE j.run_id IN ({}) \
              ORDER BY j.run_id, j.created_at, j.id",
-            in_ids(self.backend(), 1, ids.len())
+            params(1, ids.len())
         );
-        for row in bind_ids(self.backend(), sqlx::query(&sql), ids)
-            .fetch_all(conn)
-            .await?
-        {
+        for row in bind_ids(sqlx::query(&sql), ids).fetch_all(conn).await? {
             let job = rows::job(&row)?;
             out.entry(job.run_id.as_str().to_owned())
                 .or_default()
@@ -232,17 +222,14 @@ impl Store {
         // probe `d`. No ORDER BY: it would let SQLite scan every record in key order too.
         let sql = format!(
             "WITH RECURSIVE d (root, id) AS (\
-               SELECT parent_run_id, id FROM runs WHERE parent_run_id {} \
+               SELECT parent_run_id, id FROM runs WHERE parent_run_id IN ({}) \
                UNION ALL \
                SELECT d.root, r.id FROM runs r JOIN d ON r.parent_run_id = d.id) \
              SELECT d.root, e.run_id, e.state FROM d CROSS JOIN execution_resources e \
              WHERE e.run_id = d.id",
-            in_ids(self.backend(), 1, ids.len())
+            params(1, ids.len())
         );
-        for row in bind_ids(self.backend(), sqlx::query(&sql), ids)
-            .fetch_all(conn)
-            .await?
-        {
+        for row in bind_ids(sqlx::query(&sql), ids).fetch_all(conn).await? {
             out.entry(rows::text(&row, "root")?).or_default().push((
                 RunId::from_trusted(rows::text(&row, "run_id")?),
                 rows::enumeration(&row, "state")?,
@@ -267,12 +254,10 @@ impl Store {
             "SELECT {SUSPENSION_COLS} FROM suspensions WHERE id IN (\
                SELECT (SELECT s.id FROM suspensions s WHERE s.run_id = r.id \
                        ORDER BY s.requested_at DESC, s.id DESC LIMIT 1) \
-               FROM runs r WHERE r.id {})",
-            in_ids(self.backend(), 1, ids.len())
+               FROM runs r WHERE r.id IN ({}))",
+            params(1, ids.len())
         );
-        let found = bind_ids(self.backend(), sqlx::query(&sql), ids)
-            .fetch_all(conn)
-            .await?;
+        let found = bind_ids(sqlx::query(&sql), ids).fetch_all(conn).await?;
         found
             .iter()
             .map(|row| {

@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
+use super::batch_reads::{bind_ids, params, value_rows};
 use super::rows;
-use super::sets::{bind_ids, in_ids, Col, Rows};
 use super::{Backend, Store, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::run::RunState;
@@ -196,24 +196,22 @@ impl Store {
                         fencing_token: first + i as i64,
                     });
                 }
-                let mut set = Rows::new(Backend::Sqlite, &[Col::Text, Col::Text, Col::Int]);
-                for l in &leased {
-                    set.push([
-                        l.run_id.as_str().into(),
-                        l.lease_id.as_str().into(),
-                        l.fencing_token.into(),
-                    ]);
-                }
                 let sql = format!(
                     "UPDATE runs SET lease_id = v.column2, lease_holder = $1, \
                      fencing_token = v.column3, lease_expires_at = $2 \
-                     FROM {} AS v WHERE runs.id = v.column1",
-                    set.table(3)
+                     FROM (VALUES {}) AS v WHERE runs.id = v.column1",
+                    value_rows(3, leased.len(), 3)
                 );
-                let update = sqlx::query(&sql)
+                let mut update = sqlx::query(&sql)
                     .bind(worker_id)
                     .bind(to_millis(expires_at));
-                set.bind(update).execute(&mut *conn).await?;
+                for l in &leased {
+                    update = update
+                        .bind(l.run_id.as_str())
+                        .bind(l.lease_id.as_str())
+                        .bind(l.fencing_token);
+                }
+                update.execute(&mut *conn).await?;
                 Ok(leased)
             }
         }
@@ -228,12 +226,10 @@ impl Store {
     ) -> StoreResult<()> {
         if self.inner.backend == Backend::Postgres {
             let sql = format!(
-                "SELECT id FROM sessions WHERE id {} ORDER BY id FOR NO KEY UPDATE",
-                in_ids(Backend::Postgres, 1, ids.len())
+                "SELECT id FROM sessions WHERE id IN ({}) ORDER BY id FOR NO KEY UPDATE",
+                params(1, ids.len())
             );
-            bind_ids(Backend::Postgres, sqlx::query(&sql), ids)
-                .execute(&mut *conn)
-                .await?;
+            bind_ids(sqlx::query(&sql), ids).execute(&mut *conn).await?;
         }
         Ok(())
     }
@@ -245,14 +241,15 @@ impl Store {
         payloads: &[String],
     ) -> StoreResult<()> {
         if self.inner.backend == Backend::Postgres && !payloads.is_empty() {
-            let mut set = Rows::new(Backend::Postgres, &[Col::Text]);
+            let sql = format!(
+                "SELECT pg_notify($1, v.column1) FROM (VALUES {}) AS v",
+                value_rows(2, payloads.len(), 1)
+            );
+            let mut query = sqlx::query(&sql).bind(notify::PG_CHANNEL);
             for p in payloads {
-                set.push([p.as_str().into()]);
+                query = query.bind(p.as_str());
             }
-            let sql = format!("SELECT pg_notify($1, v.column1) FROM {} AS v", set.table(2));
-            set.bind(sqlx::query(&sql).bind(notify::PG_CHANNEL))
-                .execute(&mut *conn)
-                .await?;
+            query.execute(&mut *conn).await?;
         }
         Ok(())
     }

@@ -33,7 +33,6 @@ mod runs;
 mod runtime_claims;
 mod session_batch;
 mod sessions;
-mod sets;
 mod settings;
 mod suspend_batch;
 mod tokens;

@@ -7,10 +7,10 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+use super::batch_reads::{bind_ids, params, value_rows};
 use super::interactions::ReplyOutcome;
 use super::rows::{self, RunRecord, RUN_RETURNING};
 use super::sessions::sees;
-use super::sets::{bind_ids, in_ids, Col, Rows};
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
@@ -228,34 +228,28 @@ impl Store {
         tx: &mut WriteTx,
         resolving: &[Resolving<'_>],
     ) -> StoreResult<()> {
-        let mut set = Rows::new(tx.backend, &[Col::Text, Col::Text, Col::Text, Col::Text]);
-        for r in resolving {
-            set.push([
-                r.current.id.as_str().into(),
-                r.resolution.decision.as_str().into(),
-                rows::to_json(&r.resolution.payload)?.into(),
-                r.resolution.resolved_by.as_str().into(),
-            ]);
-        }
         let sql = format!(
             "UPDATE interactions SET status = 'resolved', revision = revision + 1, \
              decision = v.column2, resolution_payload = v.column3, resolved_by = v.column4, \
-             resolved_at = $1 FROM {} AS v WHERE interactions.id = v.column1{}",
-            set.table(2),
-            set.by_key("interactions.id", 2)
+             resolved_at = $1 FROM (VALUES {}) AS v WHERE interactions.id = v.column1",
+            value_rows(2, resolving.len(), 4)
         );
-        set.bind(sqlx::query(&sql).bind(to_millis(tx.now)))
-            .execute(tx.conn())
-            .await?;
+        let mut update = sqlx::query(&sql).bind(to_millis(tx.now));
+        for r in resolving {
+            update = update
+                .bind(r.current.id.as_str())
+                .bind(r.resolution.decision.clone())
+                .bind(rows::to_json(&r.resolution.payload)?)
+                .bind(r.resolution.resolved_by.clone());
+        }
+        update.execute(tx.conn()).await?;
         let ids: Vec<&str> = resolving.iter().map(|r| r.current.id.as_str()).collect();
         let sql = format!(
             "UPDATE suspensions SET status = 'resolving' \
-             WHERE status = 'pending' AND interaction_id {}",
-            in_ids(tx.backend, 1, ids.len())
+             WHERE status = 'pending' AND interaction_id IN ({})",
+            params(1, ids.len())
         );
-        bind_ids(tx.backend, sqlx::query(&sql), &ids)
-            .execute(tx.conn())
-            .await?;
+        bind_ids(sqlx::query(&sql), &ids).execute(tx.conn()).await?;
         Ok(())
     }
 
@@ -265,23 +259,20 @@ impl Store {
         tx: &mut WriteTx,
         resolving: &[Resolving<'_>],
     ) -> StoreResult<HashMap<String, crate::domain::run::Run>> {
-        let mut set = Rows::new(tx.backend, &[Col::Text, Col::Text, Col::Int]);
-        for r in resolving {
-            let status_changes = r.rec.run.state.status() != r.to.status();
-            set.push([
-                r.rec.run.id.as_str().into(),
-                r.to.as_str().into(),
-                i64::from(status_changes).into(),
-            ]);
-        }
         let sql = format!(
             "UPDATE runs SET state = v.column2, revision = revision + 1, \
              updated_at = CASE WHEN v.column3 = 1 THEN $1 ELSE updated_at END \
-             FROM {} AS v WHERE runs.id = v.column1{} RETURNING {RUN_RETURNING}",
-            set.table(2),
-            set.by_key("runs.id", 2)
+             FROM (VALUES {}) AS v WHERE runs.id = v.column1 RETURNING {RUN_RETURNING}",
+            value_rows(2, resolving.len(), 3)
         );
-        let update = set.bind(sqlx::query(&sql).bind(to_millis(tx.now)));
+        let mut update = sqlx::query(&sql).bind(to_millis(tx.now));
+        for r in resolving {
+            let status_changes = r.rec.run.state.status() != r.to.status();
+            update = update
+                .bind(r.rec.run.id.as_str())
+                .bind(r.to.as_str())
+                .bind(i64::from(status_changes));
+        }
         let mut written = HashMap::new();
         for row in update.fetch_all(tx.conn()).await? {
             let run = rows::run(&row)?;

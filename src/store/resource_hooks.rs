@@ -7,8 +7,8 @@
 
 use sqlx::AnyConnection;
 
+use super::batch_reads::{bind_ids, params};
 use super::rows::{self, RESOURCE_COLS};
-use super::sets::{bind_ids, in_ids};
 use super::tx::WriteTx;
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
@@ -49,13 +49,11 @@ impl Store {
         }
         let sql = format!(
             "UPDATE execution_resources SET due_at = {DUE_NOW}, version = version + 1, \
-             updated_at = $1 WHERE run_id {}",
-            in_ids(tx.backend, 2, run_ids.len())
+             updated_at = $1 WHERE run_id IN ({})",
+            params(2, run_ids.len())
         );
         let query = sqlx::query(&sql).bind(to_millis(tx.now));
-        let done = bind_ids(tx.backend, query, run_ids)
-            .execute(tx.conn())
-            .await?;
+        let done = bind_ids(query, run_ids).execute(tx.conn()).await?;
         if done.rows_affected() > 0 {
             tx.work();
         }

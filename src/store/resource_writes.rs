@@ -6,11 +6,10 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::batch_reads::Placeholders;
+use super::batch_reads::{bind_ids, params, value_rows, Placeholders};
 use super::resource_hooks::lifecycle_event;
 use super::rows::{self, RunRecord};
 use super::run_fence::Outcome;
-use super::sets::{bind_ids, in_ids, Col, Rows};
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::{from_millis, to_millis};
@@ -300,12 +299,12 @@ impl Store {
         // Locked in the order every writer of several records uses (see `load_resources`).
         let sql = format!(
             "UPDATE execution_resources SET due_at = $1 WHERE run_id IN (\
-               SELECT run_id FROM execution_resources WHERE run_id {} \
+               SELECT run_id FROM execution_resources WHERE run_id IN ({}) \
                ORDER BY run_id DESC{})",
-            in_ids(tx.backend, 2, ids.len()),
+            params(2, ids.len()),
             self.lock_row()
         );
-        bind_ids(tx.backend, sqlx::query(&sql).bind(to_millis(until)), ids)
+        bind_ids(sqlx::query(&sql).bind(to_millis(until)), ids)
             .execute(tx.conn())
             .await?;
         Ok(())
@@ -321,19 +320,17 @@ impl Store {
         if leases.is_empty() {
             return Ok(());
         }
-        let mut set = Rows::new(tx.backend, &[Col::Text, Col::Int]);
-        for l in leases {
-            set.push([l.run_id.as_str().into(), l.fencing_token.into()]);
-        }
         let sql = format!(
             "UPDATE runs SET lease_id = NULL, lease_holder = NULL, fencing_token = NULL, \
-             lease_expires_at = NULL FROM {} AS v \
-             WHERE runs.id = v.column1 AND runs.fencing_token = v.column2{} RETURNING runs.id",
-            set.table(1),
-            set.by_key("runs.id", 1)
+             lease_expires_at = NULL FROM (VALUES {}) AS v \
+             WHERE runs.id = v.column1 AND runs.fencing_token = v.column2 RETURNING runs.id",
+            value_rows(1, leases.len(), 2)
         );
-        let handed: Vec<String> = set
-            .bind(sqlx::query(&sql))
+        let mut query = sqlx::query(&sql);
+        for l in leases {
+            query = query.bind(l.run_id.as_str()).bind(l.fencing_token);
+        }
+        let handed: Vec<String> = query
             .fetch_all(tx.conn())
             .await?
             .iter()
@@ -350,20 +347,19 @@ impl Store {
         if deferred.is_empty() {
             return Ok(());
         }
-        let mut set = Rows::new(tx.backend, &[Col::Text, Col::Int]);
-        for l in deferred {
-            set.push([l.run_id.as_str().into(), to_millis(l.deferred_until).into()]);
-        }
         let sql = format!(
-            "UPDATE execution_resources SET due_at = $1 FROM {} AS v \
+            "UPDATE execution_resources SET due_at = $1 FROM (VALUES {}) AS v \
              WHERE execution_resources.run_id = v.column1 \
-               AND execution_resources.due_at = v.column2{}",
-            set.table(2),
-            set.by_key("execution_resources.run_id", 2)
+               AND execution_resources.due_at = v.column2",
+            value_rows(2, deferred.len(), 2)
         );
-        set.bind(sqlx::query(&sql).bind(to_millis(tx.now)))
-            .execute(tx.conn())
-            .await?;
+        let mut query = sqlx::query(&sql).bind(to_millis(tx.now));
+        for l in deferred {
+            query = query
+                .bind(l.run_id.as_str())
+                .bind(to_millis(l.deferred_until));
+        }
+        query.execute(tx.conn()).await?;
         Ok(())
     }
 }

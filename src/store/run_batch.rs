@@ -5,10 +5,10 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::json;
 
+use super::batch_reads::{bind_ids, params};
 use super::rows::{self, RUN_RETURNING};
 use super::session_batch::owners_of;
 use super::sessions::sees;
-use super::sets::{bind_ids, in_ids};
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
@@ -134,10 +134,10 @@ impl Store {
             return Ok(HashSet::new());
         }
         let sql = format!(
-            "SELECT provider_id FROM providers WHERE provider_id {}",
-            in_ids(tx.backend, 1, ids.len())
+            "SELECT provider_id FROM providers WHERE provider_id IN ({})",
+            params(1, ids.len())
         );
-        let found = bind_ids(tx.backend, sqlx::query(&sql), &ids)
+        let found = bind_ids(sqlx::query(&sql), &ids)
             .fetch_all(tx.conn())
             .await?;
         found.iter().map(|r| rows::text(r, "provider_id")).collect()

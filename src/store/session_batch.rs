@@ -7,7 +7,6 @@ use serde_json::json;
 use super::batch_reads::{pairs, params};
 use super::rows;
 use super::sessions::sees;
-use super::sets::in_ids;
 use super::tx::WriteTx;
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
@@ -117,11 +116,10 @@ pub(super) async fn owners_of(
     ids: &[&str],
 ) -> StoreResult<HashMap<String, String>> {
     let sql = format!(
-        "SELECT id, tenant_id FROM sessions WHERE id {}",
-        in_ids(tx.backend, 1, ids.len())
+        "SELECT id, tenant_id FROM sessions WHERE id IN ({})",
+        params(1, ids.len())
     );
-    let backend = tx.backend;
-    pairs(tx.conn(), backend, &sql, ids, |row| {
+    pairs(tx.conn(), &sql, ids, |row| {
         Ok((rows::text(row, "id")?, rows::text(row, "tenant_id")?))
     })
     .await

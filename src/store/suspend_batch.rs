@@ -5,11 +5,10 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
-use super::batch_reads::{pairs, params};
+use super::batch_reads::{bind_ids, pairs, params, value_rows};
 use super::rows::{self, RunRecord, RUN_RETURNING};
 use super::run_fence::invalid_state;
 use super::sessions::sees;
-use super::sets::{bind_ids, in_ids, Col, Rows};
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::to_millis;
@@ -246,15 +245,13 @@ impl Store {
     ) -> StoreResult<()> {
         let ids: Vec<&str> = suspending.iter().map(|s| s.item.run_id.as_str()).collect();
         let sql = format!(
-            "UPDATE jobs SET state = 'killed', updated_at = $1 WHERE run_id {} \
+            "UPDATE jobs SET state = 'killed', updated_at = $1 WHERE run_id IN ({}) \
              AND pause_behavior = 'cancel' AND state IN ('created', 'running', 'orphaned') \
              RETURNING id, run_id",
-            in_ids(tx.backend, 2, ids.len())
+            params(2, ids.len())
         );
         let query = sqlx::query(&sql).bind(to_millis(tx.now));
-        let killed = bind_ids(tx.backend, query, &ids)
-            .fetch_all(tx.conn())
-            .await?;
+        let killed = bind_ids(query, &ids).fetch_all(tx.conn()).await?;
         let sessions: HashMap<&str, &str> = suspending
             .iter()
             .map(|s| (s.item.run_id.as_str(), s.rec.run.session_id.as_str()))
@@ -280,27 +277,24 @@ impl Store {
         tx: &mut WriteTx,
         suspending: &[Suspending<'_>],
     ) -> StoreResult<HashMap<String, Run>> {
-        let mut set = Rows::new(tx.backend, &[Col::Text, Col::Text, Col::Int, Col::Int]);
-        for s in suspending {
-            let status_changes = s.rec.run.state.status() != s.to.status();
-            set.push([
-                s.item.run_id.as_str().into(),
-                s.to.as_str().into(),
-                i64::from(status_changes).into(),
-                s.item.cmd.fencing_token.into(),
-            ]);
-        }
         let sql = format!(
             "UPDATE runs SET state = v.column2, revision = revision + 1, \
              updated_at = CASE WHEN v.column3 = 1 THEN $1 ELSE updated_at END, \
              lease_id = NULL, lease_holder = NULL, fencing_token = NULL, \
-             lease_expires_at = NULL FROM {} AS v \
-             WHERE runs.id = v.column1 AND runs.fencing_token = v.column4{} \
+             lease_expires_at = NULL FROM (VALUES {}) AS v \
+             WHERE runs.id = v.column1 AND runs.fencing_token = v.column4 \
              RETURNING {RUN_RETURNING}",
-            set.table(2),
-            set.by_key("runs.id", 2)
+            value_rows(2, suspending.len(), 4)
         );
-        let update = set.bind(sqlx::query(&sql).bind(to_millis(tx.now)));
+        let mut update = sqlx::query(&sql).bind(to_millis(tx.now));
+        for s in suspending {
+            let status_changes = s.rec.run.state.status() != s.to.status();
+            update = update
+                .bind(s.item.run_id.as_str())
+                .bind(s.to.as_str())
+                .bind(i64::from(status_changes))
+                .bind(s.item.cmd.fencing_token);
+        }
         let mut written = HashMap::new();
         for row in update.fetch_all(tx.conn()).await? {
             let run = rows::run(&row)?;
@@ -326,12 +320,11 @@ fn tuples(rows: usize, cols: usize) -> String {
 /// The last checkpoint sequence of each run among `ids` that has one.
 async fn last_sequences(tx: &mut WriteTx, ids: &[&str]) -> StoreResult<HashMap<String, i64>> {
     let sql = format!(
-        "SELECT run_id, MAX(sequence) AS sequence FROM checkpoints WHERE run_id {} \
+        "SELECT run_id, MAX(sequence) AS sequence FROM checkpoints WHERE run_id IN ({}) \
          GROUP BY run_id",
-        in_ids(tx.backend, 1, ids.len())
+        params(1, ids.len())
     );
-    let backend = tx.backend;
-    pairs(tx.conn(), backend, &sql, ids, |row| {
+    pairs(tx.conn(), &sql, ids, |row| {
         Ok((rows::text(row, "run_id")?, rows::int(row, "sequence")?))
     })
     .await

@@ -8,9 +8,9 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
+use super::batch_reads::{params, value_rows};
 use super::rows::to_json;
-use super::sets::{Col, Rows};
-use super::{Backend, Store, StoreResult};
+use super::{Store, StoreResult};
 use crate::clock::to_millis;
 use crate::notify;
 
@@ -27,7 +27,6 @@ struct Touch {
 
 pub(super) struct WriteTx {
     tx: Transaction<'static, Any>,
-    pub backend: Backend,
     pub now: DateTime<Utc>,
     sessions: BTreeMap<String, Touch>,
     /// `(run_id, sequence, type, data)` for the operators' resource history.
@@ -56,7 +55,6 @@ impl Store {
         let tx = self.begin_write().await?;
         Ok(WriteTx {
             tx,
-            backend: self.backend(),
             now: self.now(),
             sessions: BTreeMap::new(),
             resource_events: Vec::new(),
@@ -234,24 +232,21 @@ impl WriteTx {
             let ids: Vec<&str> = touched.iter().map(|(id, _)| id.as_str()).collect();
             store.lock_sessions(&mut self.tx, &ids).await?;
         }
-        let mut set = Rows::new(self.backend, &[Col::Text, Col::Int, Col::Int]);
-        for (id, touch) in touched {
-            set.push([
-                id.as_str().into(),
-                i64::from(touch.visible).into(),
-                (touch.events.len() as i64).into(),
-            ]);
-        }
         let sql = format!(
             "UPDATE sessions SET revision = revision + v.column2, \
              updated_at = CASE WHEN v.column2 = 1 THEN $1 ELSE updated_at END, \
-             event_seq = event_seq + v.column3 FROM {} AS v \
-             WHERE sessions.id = v.column1{} RETURNING sessions.id, sessions.tenant_id, \
+             event_seq = event_seq + v.column3 FROM (VALUES {}) AS v \
+             WHERE sessions.id = v.column1 RETURNING sessions.id, sessions.tenant_id, \
              sessions.revision, sessions.event_seq",
-            set.table(2),
-            set.by_key("sessions.id", 2)
+            value_rows(2, touched.len(), 3)
         );
-        let update = set.bind(sqlx::query(&sql).bind(now));
+        let mut update = sqlx::query(&sql).bind(now);
+        for (id, touch) in touched {
+            update = update
+                .bind(id.as_str())
+                .bind(i64::from(touch.visible))
+                .bind(touch.events.len() as i64);
+        }
         let mut counters = std::collections::HashMap::new();
         for row in update.fetch_all(&mut *self.tx).await? {
             let id: String = row.try_get("id")?;
@@ -307,23 +302,22 @@ impl WriteTx {
     ) -> StoreResult<()> {
         let now = to_millis(self.now);
         for chunk in events.chunks(EVENTS_PER_INSERT) {
-            let mut set = Rows::new(self.backend, &[Col::Text, Col::Int, Col::Text, Col::Text]);
-            for (id, sequence, kind, data) in chunk {
-                set.push([
-                    (*id).into(),
-                    (*sequence).into(),
-                    (*kind).into(),
-                    data.as_str().into(),
-                ]);
-            }
             let sql = format!(
-                "INSERT INTO {table} ({key}, sequence, type, data, created_at) \
-                 SELECT v.column1, v.column2, v.column3, v.column4, $1 FROM {} AS v",
-                set.table(2)
+                "INSERT INTO {table} ({key}, sequence, type, data, created_at) VALUES {}",
+                (0..chunk.len())
+                    .map(|r| format!("({}, $1)", params(2 + r * 4, 4)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
-            set.bind(sqlx::query(&sql).bind(now))
-                .execute(&mut *self.tx)
-                .await?;
+            let mut insert = sqlx::query(&sql).bind(now);
+            for (id, sequence, kind, data) in chunk {
+                insert = insert
+                    .bind(*id)
+                    .bind(*sequence)
+                    .bind(*kind)
+                    .bind(data.as_str());
+            }
+            insert.execute(&mut *self.tx).await?;
         }
         Ok(())
     }
