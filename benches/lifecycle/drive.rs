@@ -23,12 +23,19 @@ use tokio::time::MissedTickBehavior;
 
 use crate::db::Db;
 use crate::noop::Noop;
+use crate::report::knob;
 use crate::stats::Latency;
 
 pub const TENANT: &str = "bench";
 /// The service's default pool size and claim batch.
-pub const WORKERS: usize = 8;
-pub const BATCH: u32 = 16;
+const WORKERS: usize = 8;
+const BATCH: u32 = 16;
+
+/// Workers and claim batch of the pool: the service's defaults unless `LBENCH_WORKERS` or
+/// `LBENCH_BATCH` say otherwise.
+pub fn pool_shape() -> (usize, u32) {
+    (knob("LBENCH_WORKERS", WORKERS), knob("LBENCH_BATCH", BATCH))
+}
 /// How many setup calls (create, suspend) run at once.
 const SETUP_CONCURRENCY: usize = 8;
 /// Safety net for anything the bench waits on; never part of a measurement.
@@ -51,8 +58,9 @@ pub struct Running {
 impl Running {
     pub fn start(coordinator: &Arc<Coordinator>, store: &Store) -> Self {
         let (stop, shutdown) = watch::channel(false);
-        let mut config = PoolConfig::new("bench", WORKERS, Duration::from_secs(30));
-        config.batch = BATCH;
+        let (workers, batch) = pool_shape();
+        let mut config = PoolConfig::new("bench", workers, Duration::from_secs(30));
+        config.batch = batch;
         let pool = WorkerPool::start(coordinator.clone(), store.clone(), config, shutdown);
         Running { stop, pool }
     }

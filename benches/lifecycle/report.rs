@@ -6,7 +6,7 @@ use sagents::store::Backend;
 
 use crate::claims::ClaimRates;
 use crate::db;
-use crate::drive::{Groups, BATCH, WORKERS};
+use crate::drive::{pool_shape, Groups};
 use crate::floor;
 use crate::stats::{list, median, rate, Latency};
 
@@ -29,7 +29,7 @@ pub struct Knobs {
     pub phases: Vec<String>,
 }
 
-fn knob<T: std::str::FromStr>(name: &str, default: T) -> T {
+pub fn knob<T: std::str::FromStr>(name: &str, default: T) -> T {
     match std::env::var(name) {
         Ok(v) => v
             .trim()
@@ -190,10 +190,11 @@ fn groups_cell(groups: &[Groups], n: usize) -> String {
 
 pub fn print(k: &Knobs, figures: &[Figures], took: Duration, dropped_log_lines: u64) {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let (workers, batch) = pool_shape();
     let cells = |f: &dyn Fn(&Figures) -> String| figures.iter().map(f).collect::<Vec<_>>();
     let mut out = String::new();
     out.push_str(&format!(
-        "## Lifecycle bench: suspend → released ({cores} cores, {WORKERS} workers × {BATCH} runs, \
+        "## Lifecycle bench: suspend → released ({cores} cores, {workers} workers × {batch} runs, \
          median of {} repetitions unless noted, {:.0} s in all)\n\n",
         k.reps,
         took.as_secs_f64()
