@@ -11,7 +11,7 @@
 //! claims, `LBENCH_BULK` [100000] loaded runs, `LBENCH_LEASED` [5000] runs holding leases
 //! during idle claims, `LBENCH_FLOOR_SECONDS` [10] for pgbench and
 //! `LBENCH_SQLITE_FLOOR_SECONDS` [3] per SQLite floor repetition, `LBENCH_PHASES`
-//! [floor,noop,local,resume,claims], `LBENCH_WORKERS` [8] and `LBENCH_BATCH` [16] for the
+//! [floor,noop,local,resume,claims], `LBENCH_WORKERS` [4] and `LBENCH_BATCH` [64] for the
 //! pool (the service's defaults).
 
 #[allow(dead_code)]

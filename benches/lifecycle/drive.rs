@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
+use sagents::config::{DEFAULT_WORKERS, DEFAULT_WORKER_BATCH};
 use sagents::domain::commands::{
     CreateRun, CreateSession, NewCheckpoint, NewInteraction, ReplyInteraction, SuspendRun,
 };
@@ -27,14 +28,13 @@ use crate::report::knob;
 use crate::stats::Latency;
 
 pub const TENANT: &str = "bench";
-/// The service's default pool size and claim batch.
-const WORKERS: usize = 8;
-const BATCH: u32 = 16;
-
 /// Workers and claim batch of the pool: the service's defaults unless `LBENCH_WORKERS` or
 /// `LBENCH_BATCH` say otherwise.
 pub fn pool_shape() -> (usize, u32) {
-    (knob("LBENCH_WORKERS", WORKERS), knob("LBENCH_BATCH", BATCH))
+    (
+        knob("LBENCH_WORKERS", DEFAULT_WORKERS as usize),
+        knob("LBENCH_BATCH", DEFAULT_WORKER_BATCH),
+    )
 }
 /// How many setup calls (create, suspend) run at once.
 const SETUP_CONCURRENCY: usize = 8;

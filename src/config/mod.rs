@@ -14,6 +14,11 @@ pub use secret::{DatabaseUrl, Secret};
 
 /// Beyond the longest long-poll, the time a request has to read its body and answer.
 pub const REQUEST_MARGIN: Duration = Duration::from_secs(15);
+/// Scheduler workers per replica by default.
+pub const DEFAULT_WORKERS: u32 = 4;
+/// Runs a scheduler worker claims at once by default: one claim's fixed cost is shared by
+/// the whole batch, so fewer, larger claims release more runs per second.
+pub const DEFAULT_WORKER_BATCH: u32 = 64;
 
 #[derive(Debug, Parser)]
 #[command(name = "sagents", version, about = "SAgents lifecycle service")]
@@ -155,13 +160,13 @@ pub struct Config {
     pub listen: SocketAddr,
 
     /// Scheduler workers per replica.
-    #[arg(long, env = "SAGENTS_WORKERS", default_value_t = 8, global = true,
+    #[arg(long, env = "SAGENTS_WORKERS", default_value_t = DEFAULT_WORKERS, global = true,
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub workers: u32,
 
     /// Runs one scheduler worker claims and works on at once (the replica's lifecycle
     /// concurrency is workers × batch).
-    #[arg(long, env = "SAGENTS_WORKER_BATCH", default_value_t = 16, global = true,
+    #[arg(long, env = "SAGENTS_WORKER_BATCH", default_value_t = DEFAULT_WORKER_BATCH, global = true,
           value_parser = clap::value_parser!(u32).range(1..=256))]
     pub worker_batch: u32,
 
@@ -293,8 +298,8 @@ impl Config {
         Self {
             database_url: DatabaseUrl::from(database_url.into()),
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            workers: 8,
-            worker_batch: 16,
+            workers: DEFAULT_WORKERS,
+            worker_batch: DEFAULT_WORKER_BATCH,
             lease_ttl_seconds: 30,
             lifecycle_lease_ttl_seconds: 30,
             long_poll_max_seconds: 60,

@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::keeper::{keep_lease, LeaseEnd};
+use crate::config::DEFAULT_WORKER_BATCH;
 use crate::domain::claim::Lease;
 use crate::domain::resource::LifecycleWork;
 use crate::lifecycle::coordinator::Coordinator;
@@ -41,7 +42,7 @@ impl PoolConfig {
         Self {
             replica_id: replica_id.into(),
             workers,
-            batch: 16,
+            batch: DEFAULT_WORKER_BATCH,
             lease_ttl,
             fallback_poll: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(10),
