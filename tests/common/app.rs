@@ -32,7 +32,7 @@ pub struct Options {
     pub manual_clock: bool,
     pub long_poll_max_seconds: Option<u64>,
     pub body_limit_bytes: Option<u64>,
-    /// Lifecycle workers (default: the configured 8); 0 to drive lifecycle work by hand.
+    /// Lifecycle workers (default: the service's default); 0 to drive lifecycle work by hand.
     pub workers: Option<u32>,
     /// The background reconciler's interval; off unless set (tests drive it by hand).
     pub reconcile_interval_seconds: Option<u64>,

@@ -22,6 +22,7 @@ on_both_backends!(
     providers_are_upserted_and_listed,
     concurrent_setting_init_agrees_on_one_value,
     readiness_needs_every_migration,
+    postgres_sessions_run_without_jit,
     corrupt_rows_are_errors_not_panics,
 );
 
@@ -286,6 +287,25 @@ async fn concurrent_setting_init_agrees_on_one_value(backend: Backend) {
         a
     );
     assert_eq!(f.store.setting_or_init("other", "x").await.unwrap(), "x");
+}
+
+async fn postgres_sessions_run_without_jit(backend: Backend) {
+    let f = fx(backend).await;
+    let expected = match backend {
+        Backend::Sqlite => None,
+        Backend::Postgres => Some("off".to_owned()),
+    };
+    // Asked at once, so that several pooled connections answer.
+    let settings = futures::future::join_all((0..8).map(|_| f.store.session_setting("jit"))).await;
+    for setting in settings {
+        assert_eq!(setting.unwrap(), expected);
+    }
+    if backend == Backend::Postgres {
+        assert_eq!(
+            f.store.session_setting("no_such.setting").await.unwrap(),
+            None
+        );
+    }
 }
 
 async fn readiness_needs_every_migration(backend: Backend) {
