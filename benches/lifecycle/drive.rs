@@ -31,10 +31,12 @@ pub const TENANT: &str = "bench";
 /// Workers and claim batch of the pool: the service's defaults unless `LBENCH_WORKERS` or
 /// `LBENCH_BATCH` say otherwise.
 pub fn pool_shape() -> (usize, u32) {
-    (
-        knob("LBENCH_WORKERS", DEFAULT_WORKERS as usize),
-        knob("LBENCH_BATCH", DEFAULT_WORKER_BATCH),
-    )
+    let workers = knob("LBENCH_WORKERS", DEFAULT_WORKERS as usize);
+    let batch = knob("LBENCH_BATCH", DEFAULT_WORKER_BATCH);
+    // A pool with no worker, or claims of no run, would release nothing and only time out.
+    assert!(workers > 0, "LBENCH_WORKERS must be at least 1");
+    assert!(batch > 0, "LBENCH_BATCH must be at least 1");
+    (workers, batch)
 }
 /// How many setup calls (create, suspend) run at once.
 const SETUP_CONCURRENCY: usize = 8;

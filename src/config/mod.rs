@@ -160,14 +160,14 @@ pub struct Config {
     pub listen: SocketAddr,
 
     /// Scheduler workers per replica.
-    #[arg(long, env = "SAGENTS_WORKERS", default_value_t = DEFAULT_WORKERS, global = true,
-          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, env = "SAGENTS_WORKERS", default_value_t = DEFAULT_WORKERS,
+          global = true, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub workers: u32,
 
     /// Runs one scheduler worker claims and works on at once (the replica's lifecycle
     /// concurrency is workers × batch).
-    #[arg(long, env = "SAGENTS_WORKER_BATCH", default_value_t = DEFAULT_WORKER_BATCH, global = true,
-          value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long, env = "SAGENTS_WORKER_BATCH", default_value_t = DEFAULT_WORKER_BATCH,
+          global = true, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub worker_batch: u32,
 
     #[arg(long, env = "SAGENTS_LEASE_TTL_SECONDS", default_value_t = 30, global = true,
