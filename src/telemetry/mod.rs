@@ -7,12 +7,14 @@
 //! A request never writes to stderr itself: it appends its formatted line to a bounded queue
 //! ([`queue`]) that one background thread writes out. When the queue is full the line is
 //! dropped and counted (`sagents_log_lines_dropped_total`), so a slow log sink can lose lines
-//! but can never slow a request down.
+//! but can never slow a request down. When stderr is a file, the thread syncs it as it goes
+//! ([`writeback`]), so that its pages never pile up for the database's `fsync`s to wait behind.
 
 pub mod context;
 pub mod json;
 pub mod queue;
 pub mod request_line;
+pub mod writeback;
 
 use std::fmt;
 use std::io;
@@ -62,7 +64,8 @@ impl LogGuard {
 /// Installs the global subscriber writing through a non-blocking stderr. A second call
 /// (tests) leaves the first subscriber in place.
 pub fn init(format: LogFormat) -> io::Result<LogGuard> {
-    let (writer, thread) = queue::spawn(io::stderr(), LOG_QUEUE_BYTES, WRITE_REST)?;
+    let out = writeback::Writeback::new(io::stderr(), writeback::SYNC_EVERY);
+    let (writer, thread) = queue::spawn(out, LOG_QUEUE_BYTES, WRITE_REST)?;
     let dropped = writer.dropped_lines();
     let request_log = (format == LogFormat::Json).then(|| RequestLog::new(writer.clone()));
     let filter =
