@@ -97,6 +97,7 @@ mod tests {
     fn a_pipe_is_written_through_and_never_synced() {
         let (mut reader, writer) = io::pipe().unwrap();
         let mut out = Writeback::new(writer, 10);
+        assert!(out.file.is_none(), "a pipe is not a regular file");
         out.write_all(b"a line that is longer than ten bytes\n")
             .unwrap();
         assert_eq!(out.synced(), 0);
