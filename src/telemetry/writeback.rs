@@ -3,7 +3,7 @@
 //! At the default `info` level every request writes a line: over 15 MB a second under load.
 //! Left to the kernel, a file's dirty pages are written back about 30 seconds later, in bulk,
 //! and meanwhile an `fsync` on the same file system can wait behind them: SQLite's writer
-//! waited 228–308 ms on its WAL at a checkpoint, holding every write of the process behind
+//! waited 228–308 ms on its WAL (a checkpoint, a WAL restart), holding every write behind
 //! it. So when the log goes to a regular file, the log thread syncs it every
 //! [`SYNC_EVERY`] bytes. That is off the request path: while the thread waits, lines queue
 //! up, and are dropped and counted only if the queue fills.
