@@ -1,9 +1,10 @@
 //! What this replica knows of each session's current revision and of the snapshot at that
 //! revision. A snapshot's bytes change if and only if its revision changes, so a snapshot read
 //! at revision R stays valid for as long as R is current; every commit (local, or remote through
-//! notifications) raises the known revision. Revisions read from the database are trusted for
-//! a configured window: forever with SQLite (this process is the only writer), briefly with
-//! PostgreSQL, so a missed cross-replica notification heals within that window.
+//! notifications) raises the known revision. Revisions read from the database or published by
+//! a commit are trusted for a configured window: forever with SQLite (this process is the only
+//! writer), briefly with PostgreSQL, so a missed cross-replica notification heals within that
+//! window.
 //!
 //! Revisions are small and kept for up to `MAX_ENTRIES` sessions. Snapshot bodies are kept as
 //! their JSON bytes only, within a byte budget: past it, the least recently read are dropped,
@@ -12,9 +13,10 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::time::Instant;
 
 use crate::domain::snapshot::Snapshot;
 
@@ -347,7 +349,7 @@ impl SnapshotCache {
         }
     }
 
-    /// A commit made `revision` current.
+    /// A commit made `revision` current: as good as a database read that saw it.
     pub fn published(&self, session_id: &str, revision: i64) {
         let mut entries = self.lock();
         if entries.map.len() >= MAX_ENTRIES && !entries.map.contains_key(session_id) {
@@ -361,6 +363,7 @@ impl SnapshotCache {
             .or_insert_with(|| Entry::new(revision));
         if revision > e.revision {
             e.revision = revision;
+            e.confirmed = Instant::now();
             Entries::set_body(body_bytes, e, None);
         }
     }

@@ -180,3 +180,22 @@ fn a_short_trust_window_expires() {
     c.confirm(c.epoch(), "s", "t", 3, None);
     assert!(c.get("s", None).is_none());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_publish_is_trusted_like_a_read_that_saw_it() {
+    let c = SnapshotCache::default();
+    c.set_trust(Some(Duration::from_secs(1)));
+    c.confirm(c.epoch(), "s", "t", 3, None);
+    tokio::time::advance(Duration::from_millis(1500)).await;
+    assert!(c.get("s", None).is_none(), "the read is past its window");
+    c.published("s", 4);
+    assert_eq!(revision(&c, "s"), Some(4), "waiters need not read it again");
+    tokio::time::advance(Duration::from_millis(1500)).await;
+    assert!(c.get("s", None).is_none(), "the publish is past its window");
+    c.published("s", 4);
+    c.published("s", 3);
+    assert!(
+        c.get("s", None).is_none(),
+        "a repeated or older revision confirms nothing"
+    );
+}
