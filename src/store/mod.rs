@@ -34,6 +34,7 @@ mod runtime_claims;
 mod session_batch;
 mod sessions;
 mod settings;
+mod snapshot_read;
 mod suspend_batch;
 mod tokens;
 mod transition_batch;

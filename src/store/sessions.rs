@@ -4,6 +4,7 @@ use sqlx::AnyConnection;
 
 use super::rows::{self, SESSION_COLS};
 use super::session_batch::SessionItem;
+use super::snapshot_read::{read_snapshot, OwnedSnapshot};
 use super::{Store, StoreError, StoreResult};
 use crate::domain::commands::CreateSession;
 use crate::domain::session::Session;
@@ -115,7 +116,7 @@ impl Store {
         }
     }
 
-    /// The snapshot, read in one consistent read transaction. Runs are ordered by
+    /// The snapshot as of one moment. Runs are ordered by
     /// creation, pending interactions by request time then id.
     pub async fn snapshot(&self, tenant: Option<&str>, id: &SessionId) -> StoreResult<Snapshot> {
         let encoded = self.encoded_snapshot(tenant, id).await?;
@@ -141,36 +142,24 @@ impl Store {
         }
         Metrics::inc(&self.metrics().snapshot_reads);
         let epoch = cache.epoch();
-        let mut tx = self.begin_consistent_read().await?;
-        let session = find_session(&mut tx, tenant, id.as_str()).await?;
-        let runs = sqlx::query(
-            "SELECT r.id, r.parent_run_id, r.state, r.created_at, r.updated_at FROM runs r \
-             WHERE r.session_id = $1 ORDER BY r.created_at, r.id",
-        )
-        .bind(id.as_str())
-        .fetch_all(&mut *tx)
-        .await?
-        .iter()
-        .map(rows::snapshot_run)
-        .collect::<StoreResult<Vec<_>>>()?;
-        let sql = format!(
-            "SELECT {} FROM interactions i WHERE i.session_id = $1 AND i.status = 'pending' \
-             ORDER BY i.requested_at, i.id",
-            rows::INTERACTION_COLS
-        );
-        let pending_interactions = sqlx::query(&sql)
-            .bind(id.as_str())
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(rows::pending_interaction)
-            .collect::<StoreResult<Vec<_>>>()?;
-        tx.commit().await?;
-        let owner = session.tenant_id.clone();
-        let snapshot = Snapshot {
-            session: rows::snapshot_session(session),
-            runs,
-            pending_interactions,
+        let mut conn = self.inner.read.acquire().await?;
+        let OwnedSnapshot {
+            snapshot,
+            tenant_id: owner,
+        } = match read_snapshot(&mut conn, tenant, id.as_str()).await? {
+            Some(snapshot) => snapshot,
+            None => {
+                // A write landed between the two statements: read again in one transaction.
+                drop(conn);
+                let mut tx = self.begin_consistent_read().await?;
+                let snapshot = read_snapshot(&mut tx, tenant, id.as_str()).await?;
+                tx.commit().await?;
+                snapshot.ok_or_else(|| {
+                    StoreError::Database(sqlx::Error::Protocol(
+                        "a session's revision changed within one repeatable read".into(),
+                    ))
+                })?
+            }
         };
         let encoded = Arc::new(
             Encoded::new(&snapshot)
