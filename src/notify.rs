@@ -167,6 +167,13 @@ impl ChangeHub {
         }
     }
 
+    /// Whether a long-poll on this replica waits for the session to change.
+    pub fn watched(&self, session_id: &str) -> bool {
+        let map = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(session_id)
+            .is_some_and(|tx| tx.receiver_count() > 0)
+    }
+
     /// Wakes on every event committed to the session's log.
     pub fn subscribe_events(&self, session_id: &str) -> TopicWatch {
         self.events.subscribe(session_id)

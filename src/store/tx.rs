@@ -3,6 +3,7 @@
 //! concurrent transactions always lock them in the same order.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
@@ -10,12 +11,18 @@ use sqlx::{Any, Row, Transaction};
 
 use super::batch_reads::{params, value_rows};
 use super::rows::to_json;
+use super::snapshot_read::{read_snapshot, OwnedSnapshot};
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
+use crate::metrics::Metrics;
 use crate::notify;
+use crate::snapshot_cache::Encoded;
 
 /// Rows per multi-row event insert (five parameters each).
 const EVENTS_PER_INSERT: usize = 200;
+
+/// Changed sessions, at most, whose new snapshot one commit reads for its waiters.
+const PREFETCH_MAX: usize = 4;
 
 #[derive(Default)]
 struct Touch {
@@ -48,6 +55,14 @@ struct Announce {
     /// `(session_id, last event sequence)`.
     events: Vec<(String, i64)>,
     inbox_tenants: Vec<String>,
+}
+
+/// A changed session's new snapshot, read in the transaction that changed it.
+struct Prefetched {
+    epoch: u64,
+    session_id: String,
+    tenant_id: String,
+    encoded: Arc<Encoded>,
 }
 
 impl Store {
@@ -200,8 +215,19 @@ impl WriteTx {
                 .notify_replicas(&mut self.tx, notify::WORK_PAYLOAD)
                 .await?;
         }
+        let prefetched = self.prefetch(store, &revisions).await?;
         self.tx.commit().await?;
         let hub = store.hub();
+        for p in prefetched {
+            let revision = p.encoded.revision();
+            hub.cache.confirm(
+                p.epoch,
+                &p.session_id,
+                &p.tenant_id,
+                revision,
+                Some(p.encoded),
+            );
+        }
         for (session_id, revision) in &revisions {
             hub.publish_session(session_id, *revision);
         }
@@ -215,6 +241,45 @@ impl WriteTx {
             hub.publish_work();
         }
         Ok(revisions)
+    }
+
+    /// The new snapshot of the changed sessions that long-polls on this replica wait on.
+    /// Read before the commit, it sees this transaction's writes and nothing else (the
+    /// sessions' rows are locked), so the waiters wake to it without a read of their own.
+    async fn prefetch(
+        &mut self,
+        store: &Store,
+        revisions: &[(String, i64)],
+    ) -> StoreResult<Vec<Prefetched>> {
+        let hub = store.hub();
+        let mut prefetched = Vec::new();
+        for (id, revision) in revisions
+            .iter()
+            .filter(|(id, _)| hub.watched(id))
+            .take(PREFETCH_MAX)
+        {
+            let epoch = hub.cache.epoch();
+            Metrics::inc(&store.metrics().snapshot_reads);
+            let Some(OwnedSnapshot {
+                snapshot,
+                tenant_id,
+            }) = read_snapshot(&mut self.tx, None, id).await?
+            else {
+                continue;
+            };
+            let Ok(encoded) = Encoded::new(&snapshot) else {
+                continue;
+            };
+            if encoded.revision() == *revision {
+                prefetched.push(Prefetched {
+                    epoch,
+                    session_id: id.clone(),
+                    tenant_id,
+                    encoded: Arc::new(encoded),
+                });
+            }
+        }
+        Ok(prefetched)
     }
 
     /// One statement per kind of write whatever the number of sessions: the counters, the

@@ -12,6 +12,7 @@ use crate::on_both_backends;
 on_both_backends!(
     bodies_past_the_budget_are_read_again_and_revisions_stay_known,
     a_zero_budget_keeps_no_body_and_still_answers_from_revisions,
+    a_change_to_a_watched_session_brings_its_new_snapshot,
 );
 
 fn reads(f: &Fx) -> u64 {
@@ -92,5 +93,28 @@ async fn a_zero_budget_keeps_no_body_and_still_answers_from_revisions(backend: B
         f.store.session_revision(Some("acme"), &s.id).await.unwrap(),
         first.session.revision
     );
+    assert_eq!(reads(&f), before + 1);
+}
+
+async fn a_change_to_a_watched_session_brings_its_new_snapshot(backend: Backend) {
+    let f = fx(backend).await;
+    trust(&f, backend);
+    let s = f.session("acme").await;
+    f.run(&s).await;
+    let watch = f.store.hub().subscribe_session(s.id.as_str());
+
+    let before = reads(&f);
+    f.run(&s).await;
+    assert_eq!(reads(&f), before + 1, "the commit read the new snapshot");
+    let snap = f.snapshot(&s).await;
+    assert_eq!(reads(&f), before + 1, "its waiters read nothing more");
+    assert_eq!(snap.session.revision, s.revision + 2);
+    assert_eq!(snap.runs.len(), 2, "the read saw its own transaction's run");
+
+    drop(watch);
+    let before = reads(&f);
+    f.run(&s).await;
+    assert_eq!(reads(&f), before, "a session nobody waits on is not read");
+    assert_eq!(f.snapshot(&s).await.runs.len(), 3);
     assert_eq!(reads(&f), before + 1);
 }
