@@ -36,10 +36,6 @@ pub(super) const RUN_RECORD_COLS: &str = "r.id, r.session_id, r.parent_run_id, r
      r.created_at, r.updated_at, r.lease_id, r.lease_holder, r.fencing_token, \
      r.lease_expires_at, s.tenant_id";
 
-/// A run's snapshot columns, named apart from [`SESSION_COLS`] to be read beside them.
-pub(super) const SNAPSHOT_RUN_COLS: &str = "r.id AS run_id, r.parent_run_id, \
-     r.state AS run_state, r.created_at AS run_created_at, r.updated_at AS run_updated_at";
-
 pub(super) const INTERACTION_COLS: &str = "i.id, i.run_id, i.session_id, i.interaction_type, \
      i.status, i.allowed_decisions, i.payload, i.revision, i.requested_at, i.expires_at, \
      i.decision, i.resolution_payload, i.resolved_by, i.resolved_at";
@@ -238,20 +234,15 @@ pub(super) fn run_record(row: &AnyRow) -> StoreResult<RunRecord> {
     })
 }
 
-/// A run of [`SNAPSHOT_RUN_COLS`] beside its session's columns; `None` for the row a session
-/// without runs gets from `LEFT JOIN runs r`.
-pub(super) fn snapshot_run(row: &AnyRow) -> StoreResult<Option<SnapshotRun>> {
-    let Some(id) = opt_text(row, "run_id")? else {
-        return Ok(None);
-    };
-    let state: RunState = enumeration(row, "run_state")?;
-    Ok(Some(SnapshotRun {
-        id: RunId::from_trusted(id),
+pub(super) fn snapshot_run(row: &AnyRow) -> StoreResult<SnapshotRun> {
+    let state: RunState = enumeration(row, "state")?;
+    Ok(SnapshotRun {
+        id: RunId::from_trusted(text(row, "id")?),
         parent_run_id: opt_text(row, "parent_run_id")?.map(RunId::from_trusted),
         status: state.status(),
-        created_at: time(row, "run_created_at")?,
-        updated_at: time(row, "run_updated_at")?,
-    }))
+        created_at: time(row, "created_at")?,
+        updated_at: time(row, "updated_at")?,
+    })
 }
 
 pub(super) fn interaction_record(row: &AnyRow) -> StoreResult<InteractionRecord> {

@@ -1,10 +1,10 @@
-//! The snapshot read: two statements and no transaction, checked by the session's revision.
+//! The snapshot read: three statements and no transaction, checked by the session's revision.
 
 use sqlx::AnyConnection;
 
-use super::rows::{self, INTERACTION_COLS, SESSION_COLS, SNAPSHOT_RUN_COLS};
-use super::sessions::sees;
-use super::{StoreError, StoreResult};
+use super::rows::{self, INTERACTION_COLS};
+use super::sessions::find_session;
+use super::StoreResult;
 use crate::domain::session::Session;
 use crate::domain::snapshot::{PendingInteraction, Snapshot, SnapshotRun};
 
@@ -14,41 +14,32 @@ pub(super) struct OwnedSnapshot {
     pub tenant_id: String,
 }
 
-/// The snapshot in two statements: the session with its runs, then its pending interactions
+/// The snapshot in three statements: the session, its runs, then its pending interactions
 /// with its revision again. Every visible change raises the revision in the same
-/// transaction, so equal revisions mean both statements saw one state; `None` if they did not.
+/// transaction, so an unchanged revision means no change landed between the first statement
+/// and the last; `None` if one did.
 pub(super) async fn read_snapshot(
     conn: &mut AnyConnection,
     tenant: Option<&str>,
     id: &str,
 ) -> StoreResult<Option<OwnedSnapshot>> {
-    let (session, runs) = session_and_runs(conn, tenant, id).await?;
+    let session = find_session(conn, tenant, id).await?;
+    let runs = runs(conn, id).await?;
     let pending = pending_interactions(conn, id).await?;
     Ok(combine(session, runs, pending))
 }
 
-async fn session_and_runs(
-    conn: &mut AnyConnection,
-    tenant: Option<&str>,
-    id: &str,
-) -> StoreResult<(Session, Vec<SnapshotRun>)> {
-    let sql = format!(
-        "SELECT {SESSION_COLS}, {SNAPSHOT_RUN_COLS} FROM sessions s \
-         LEFT JOIN runs r ON r.session_id = s.id WHERE s.id = $1 ORDER BY r.created_at, r.id"
-    );
-    let found = sqlx::query(&sql).bind(id).fetch_all(conn).await?;
-    let Some(first) = found.first() else {
-        return Err(StoreError::NotFound("session"));
-    };
-    let session = rows::session(first)?;
-    if !sees(tenant, &session.tenant_id) {
-        return Err(StoreError::NotFound("session"));
-    }
-    let mut runs = Vec::with_capacity(found.len());
-    for row in &found {
-        runs.extend(rows::snapshot_run(row)?);
-    }
-    Ok((session, runs))
+async fn runs(conn: &mut AnyConnection, id: &str) -> StoreResult<Vec<SnapshotRun>> {
+    sqlx::query(
+        "SELECT r.id, r.parent_run_id, r.state, r.created_at, r.updated_at FROM runs r \
+         WHERE r.session_id = $1 ORDER BY r.created_at, r.id",
+    )
+    .bind(id)
+    .fetch_all(conn)
+    .await?
+    .iter()
+    .map(rows::snapshot_run)
+    .collect()
 }
 
 /// The session's revision and its pending interactions; `None` if the session is gone.
@@ -105,7 +96,7 @@ mod tests {
     use crate::domain::commands::{CreateRun, CreateSession};
     use crate::metrics::Metrics;
     use crate::notify::ChangeHub;
-    use crate::store::Store;
+    use crate::store::{Store, StoreError};
 
     fn new_run() -> CreateRun {
         CreateRun {
@@ -117,7 +108,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_write_between_the_two_statements_is_noticed() {
+    async fn a_write_during_the_read_is_noticed() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("s.db").display());
         let hub = ChangeHub::new();
@@ -144,7 +135,8 @@ mod tests {
         let id = session.id.as_str();
         let mut conn = store.inner.read.acquire().await.unwrap();
 
-        let (before, runs) = session_and_runs(&mut conn, Some("acme"), id).await.unwrap();
+        let before = find_session(&mut conn, Some("acme"), id).await.unwrap();
+        let runs = runs(&mut conn, id).await.unwrap();
         store
             .create_run("acme", &session.id, &new_run())
             .await
