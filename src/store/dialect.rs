@@ -234,7 +234,8 @@ impl Store {
         Ok(())
     }
 
-    /// PostgreSQL only: queues one notification per payload, in one statement.
+    /// PostgreSQL only: queues one notification per payload, in one statement; the database
+    /// delivers them to every replica when (and only if) the transaction commits.
     pub(super) async fn notify_replicas_all(
         &self,
         conn: &mut AnyConnection,
@@ -250,23 +251,6 @@ impl Store {
                 query = query.bind(p.as_str());
             }
             query.execute(&mut *conn).await?;
-        }
-        Ok(())
-    }
-
-    /// PostgreSQL only: queues a notification that the database delivers to every replica
-    /// when (and only if) the transaction commits.
-    pub(super) async fn notify_replicas(
-        &self,
-        conn: &mut AnyConnection,
-        payload: &str,
-    ) -> StoreResult<()> {
-        if self.inner.backend == Backend::Postgres {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(notify::PG_CHANNEL)
-                .bind(payload)
-                .execute(&mut *conn)
-                .await?;
         }
         Ok(())
     }

@@ -210,11 +210,8 @@ impl WriteTx {
             .collect::<StoreResult<_>>()?;
         self.insert_events("execution_resource_events", "run_id", &rows)
             .await?;
-        if self.work {
-            store
-                .notify_replicas(&mut self.tx, notify::WORK_PAYLOAD)
-                .await?;
-        }
+        let payloads = self.replica_payloads(&revisions);
+        store.notify_replicas_all(&mut self.tx, &payloads).await?;
         let prefetched = self.prefetch(store, &revisions).await?;
         self.tx.commit().await?;
         let hub = store.hub();
@@ -283,7 +280,7 @@ impl WriteTx {
     }
 
     /// One statement per kind of write whatever the number of sessions: the counters, the
-    /// events, the notifications. Sessions are locked in id order first.
+    /// events. Sessions are locked in id order first.
     async fn touch_sessions(
         &mut self,
         store: &Store,
@@ -343,8 +340,14 @@ impl WriteTx {
         }
         self.insert_events("session_events", "session_id", &events)
             .await?;
+        Ok(revisions)
+    }
+
+    /// What the other replicas hear of this commit: the new revisions, the new events, the
+    /// changed inboxes and new work.
+    fn replica_payloads(&self, revisions: &[(String, i64)]) -> Vec<String> {
         let a = &self.announce;
-        let payloads: Vec<String> = revisions
+        revisions
             .iter()
             .map(|(id, revision)| notify::session_payload(id, *revision))
             .chain(
@@ -353,9 +356,8 @@ impl WriteTx {
                     .map(|(id, seq)| notify::events_payload(id, *seq)),
             )
             .chain(a.inbox_tenants.iter().map(|t| notify::inbox_payload(t)))
-            .collect();
-        store.notify_replicas_all(&mut self.tx, &payloads).await?;
-        Ok(revisions)
+            .chain(self.work.then(|| notify::WORK_PAYLOAD.to_owned()))
+            .collect()
     }
 
     /// `(key, sequence, type, data)` rows into an event table, a few hundred per statement.
