@@ -1,7 +1,7 @@
 """Targets for the write phases of the HTTP benchmark.
 
 usage: writes.py sessions BASE_URL FRONTEND_TOKEN COUNT OUT   # COUNT sessions, one id a line
-       writes.py claim BASE_URL RUNTIME_TOKEN OUT              # every queued run claimed:
+       writes.py claim BASE_URL RUNTIME_TOKEN OUT              # every queued run claimed once:
                                                                #   "suspend path<TAB>fencing token"
        writes.py pending BASE_URL FRONTEND_TOKEN SESSIONS OUT  # one reply path per pending
                                                                #   interaction of those sessions
@@ -24,15 +24,19 @@ def sessions(base, token, count, out):
 
 def claim(base, token, out):
     c = Client(base)
-    n = 0
+    seen = set()
     with open(out, "w") as f:
         while True:
             got, _ = c.call("POST", "/v1/runtime/claims", token, {"worker_id": "bench-writes", "max": 100, "wait_seconds": 0})
             for cl in got["claims"]:
-                f.write(f"/v1/runs/{cl['run']['id']}/suspend\t{cl['lease']['fencing_token']}\n")
-            n += len(got["claims"])
+                run_id = cl["run"]["id"]
+                # A run claimed again: its first lease expired while a long queue was walked.
+                if run_id in seen:
+                    return len(seen)
+                seen.add(run_id)
+                f.write(f"/v1/runs/{run_id}/suspend\t{cl['lease']['fencing_token']}\n")
             if len(got["claims"]) < 100:
-                return n
+                return len(seen)
 
 
 def pending(base, token, sessions_file, out):
