@@ -1,4 +1,5 @@
-# Throwaway PostgreSQL cluster for scripts: pg_start DIR PORT, pg_stop DIR.
+# For scripts: a throwaway PostgreSQL cluster (pg_start DIR PORT [SERVER OPTION...], pg_stop
+# DIR), a free loopback port (free_port) and waiting for a server (wait_ready PORT PATH [SECONDS]).
 # initdb refuses root, so the cluster runs as the `postgres` user when we are root.
 pg_bin() {
   local d
@@ -14,12 +15,13 @@ as_pg() {
 
 pg_start() {
   local dir=$1 port=$2 bin
+  shift 2
   bin=$(pg_bin)
   mkdir -p "$dir"
   [ "$(id -u)" = 0 ] && chown postgres "$dir"
   as_pg "$bin/initdb" -D "$dir/data" -U postgres -A trust >/dev/null
   as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w start \
-    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB" >/dev/null
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB $*" >/dev/null
 }
 
 pg_stop() {
@@ -29,4 +31,15 @@ pg_stop() {
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Waits until http://127.0.0.1:PORT/PATH answers 2xx, SECONDS at most (30); exits if it does not.
+wait_ready() {
+  local tries=$((${3:-30} * 20))
+  for _ in $(seq "$tries"); do
+    curl -fsS "http://127.0.0.1:$1$2" >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "server on port $1 did not become ready" >&2
+  exit 1
 }
