@@ -236,7 +236,7 @@ impl Store {
 
     /// PostgreSQL only: queues one notification per payload, in one statement; the database
     /// delivers them to every replica when (and only if) the transaction commits.
-    pub(super) async fn notify_replicas_all(
+    pub(super) async fn notify_replicas(
         &self,
         conn: &mut AnyConnection,
         payloads: &[String],

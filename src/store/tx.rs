@@ -211,7 +211,7 @@ impl WriteTx {
         self.insert_events("execution_resource_events", "run_id", &rows)
             .await?;
         let payloads = self.replica_payloads(&revisions);
-        store.notify_replicas_all(&mut self.tx, &payloads).await?;
+        store.notify_replicas(&mut self.tx, &payloads).await?;
         let prefetched = self.prefetch(store, &revisions).await?;
         self.tx.commit().await?;
         let hub = store.hub();
