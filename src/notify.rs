@@ -18,7 +18,10 @@ const REMOTE_TRUST: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub struct ChangeHub {
     sessions: Mutex<HashMap<String, watch::Sender<i64>>>,
+    /// Bumped by every publish of work: runtimes' claim long-polls wait on it.
     work: watch::Sender<u64>,
+    /// Bumped only when an execution resource may have become due: the lifecycle pool.
+    lifecycle_work: watch::Sender<u64>,
     /// Per session: the last event sequence published.
     events: Arc<Topics>,
     /// Per tenant: bumped whenever one of its interactions becomes or stops being pending.
@@ -32,6 +35,7 @@ impl Default for ChangeHub {
         Self {
             sessions: Mutex::new(HashMap::new()),
             work: watch::channel(0).0,
+            lifecycle_work: watch::channel(0).0,
             events: Arc::default(),
             inboxes: Arc::default(),
             cache: SnapshotCache::default(),
@@ -197,12 +201,24 @@ impl ChangeHub {
         (self.events.len(), self.inboxes.len())
     }
 
+    /// Every publish of work: a run may have become claimable.
     pub fn subscribe_work(&self) -> watch::Receiver<u64> {
         self.work.subscribe()
     }
 
-    pub fn publish_work(&self) {
-        self.work.send_modify(|n| *n = n.wrapping_add(1));
+    /// Only the work of the lifecycle pool: an execution resource may have become due.
+    pub fn subscribe_lifecycle_work(&self) -> watch::Receiver<u64> {
+        self.lifecycle_work.subscribe()
+    }
+
+    pub fn publish_work(&self, work: Work) {
+        let bump = |n: &mut u64| *n = n.wrapping_add(1);
+        if work >= Work::Runtimes {
+            self.work.send_modify(bump);
+        }
+        if work == Work::All {
+            self.lifecycle_work.send_modify(bump);
+        }
     }
 
     /// Wakes every waiter so it re-reads the database (after a missed-notification window).
@@ -215,7 +231,7 @@ impl ChangeHub {
         drop(map);
         self.events.wake_all();
         self.inboxes.wake_all();
-        self.publish_work();
+        self.publish_work(Work::All);
     }
 
     pub fn waiting_sessions(&self) -> usize {
@@ -226,14 +242,14 @@ impl ChangeHub {
     }
 
     /// Applies a payload received from another replica (`s:<session_id>:<revision>`,
-    /// `e:<session_id>:<sequence>`, `t:<tenant>` or `w`); unknown payloads are ignored.
+    /// `e:<session_id>:<sequence>`, `t:<tenant>`, `w` or `r`); unknown payloads are ignored.
     pub fn apply_remote(&self, payload: &str) {
         let numbered = |rest: &str| {
             rest.rsplit_once(':')
                 .and_then(|(id, n)| Some((id.to_owned(), n.parse::<i64>().ok()?)))
         };
-        if payload == "w" {
-            self.publish_work();
+        if let Some(work) = Work::from_payload(payload) {
+            self.publish_work(work);
         } else if let Some((id, rev)) = payload.strip_prefix("s:").and_then(numbered) {
             self.publish_session(&id, rev);
         } else if let Some((id, seq)) = payload.strip_prefix("e:").and_then(numbered) {
@@ -256,7 +272,35 @@ pub fn inbox_payload(tenant: &str) -> String {
     format!("t:{tenant}")
 }
 
-pub const WORK_PAYLOAD: &str = "w";
+/// New work a commit announces, by who may want it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Work {
+    #[default]
+    None,
+    /// A run may have become claimable by runtimes; no execution resource became due.
+    Runtimes,
+    /// Anything, the lifecycle pool's work included.
+    All,
+}
+
+impl Work {
+    /// What other replicas hear: `w` wakes every worker, `r` the runtimes' claims only.
+    pub fn payload(self) -> Option<&'static str> {
+        match self {
+            Work::None => None,
+            Work::Runtimes => Some("r"),
+            Work::All => Some("w"),
+        }
+    }
+
+    fn from_payload(payload: &str) -> Option<Work> {
+        match payload {
+            "r" => Some(Work::Runtimes),
+            "w" => Some(Work::All),
+            _ => None,
+        }
+    }
+}
 
 /// Forwards PostgreSQL notifications to the local hub until `shutdown` fires; on a lost
 /// connection it resyncs every waiter and reconnects.
@@ -346,10 +390,28 @@ mod tests {
     async fn work_wakeups() {
         let hub = ChangeHub::new();
         let mut rx = hub.subscribe_work();
-        hub.apply_remote(WORK_PAYLOAD);
+        let mut lifecycle = hub.subscribe_lifecycle_work();
+        hub.apply_remote(Work::All.payload().unwrap());
         assert!(rx.has_changed().unwrap());
+        assert!(lifecycle.has_changed().unwrap());
         rx.borrow_and_update();
+        lifecycle.borrow_and_update();
         hub.resync();
         assert!(rx.has_changed().unwrap());
+        assert!(lifecycle.has_changed().unwrap());
+    }
+
+    #[tokio::test]
+    async fn runtimes_work_leaves_the_lifecycle_pool_asleep() {
+        let hub = ChangeHub::new();
+        let mut rx = hub.subscribe_work();
+        let lifecycle = hub.subscribe_lifecycle_work();
+        hub.apply_remote(Work::Runtimes.payload().unwrap());
+        assert!(rx.has_changed().unwrap());
+        assert!(!lifecycle.has_changed().unwrap());
+        rx.borrow_and_update();
+        hub.publish_work(Work::None);
+        assert!(!rx.has_changed().unwrap());
+        assert_eq!(Work::None.max(Work::Runtimes).max(Work::All), Work::All);
     }
 }

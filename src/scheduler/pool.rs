@@ -192,7 +192,7 @@ async fn stopped(mut shutdown: watch::Receiver<bool>) {
 /// so a notification costs one claim (plus one per run found), not one per worker.
 async fn worker(shared: Arc<Shared>, n: usize, shutdown: watch::Receiver<bool>) {
     let holder = format!("{}:w{n}", shared.config.replica_id);
-    let mut wake = shared.store.hub().subscribe_work();
+    let mut wake = shared.store.hub().subscribe_lifecycle_work();
     loop {
         let turn = tokio::select! {
             turn = shared.turn.lock() => turn,

@@ -218,7 +218,7 @@ impl Store {
                 run_status: run.state.status(),
             }));
         }
-        tx.work();
+        tx.runtime_work();
         Ok(answers)
     }
 

@@ -111,7 +111,7 @@ impl Store {
                 );
                 answers[index] = Some(Ok(run));
             }
-            tx.work();
+            tx.runtime_work();
         }
         Ok(answers
             .into_iter()

@@ -208,7 +208,7 @@ impl Store {
                 "resolved_by": resolved_by,
             }),
         );
-        tx.work();
+        tx.runtime_work();
         Ok(run)
     }
 

@@ -15,7 +15,7 @@ use super::snapshot_read::{read_snapshot, OwnedSnapshot};
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
 use crate::metrics::Metrics;
-use crate::notify;
+use crate::notify::{self, Work};
 use crate::snapshot_cache::Encoded;
 
 /// Rows per multi-row event insert (five parameters each).
@@ -38,7 +38,7 @@ pub(super) struct WriteTx {
     sessions: BTreeMap<String, Touch>,
     /// `(run_id, sequence, type, data)` for the operators' resource history.
     resource_events: Vec<(String, i64, &'static str, serde_json::Value)>,
-    work: bool,
+    work: Work,
     /// Filled by the commit: what to announce on this replica once it has committed.
     announce: Announce,
 }
@@ -47,7 +47,7 @@ pub(super) struct WriteTx {
 pub(super) struct Staged {
     sessions: BTreeMap<String, Touch>,
     resource_events: Vec<(String, i64, &'static str, serde_json::Value)>,
-    work: bool,
+    work: Work,
 }
 
 #[derive(Default)]
@@ -73,7 +73,7 @@ impl Store {
             now: self.now(),
             sessions: BTreeMap::new(),
             resource_events: Vec::new(),
-            work: false,
+            work: Work::None,
             announce: Announce::default(),
         })
     }
@@ -121,17 +121,22 @@ impl WriteTx {
             .push((run_id.to_owned(), sequence, kind, data));
     }
 
-    /// Something became claimable.
+    /// Something became claimable, or an execution resource became due.
     pub fn work(&mut self) {
-        self.work = true;
+        self.work = Work::All;
     }
 
-    /// Whether the commit will announce work; `set_work` puts back what it was.
-    pub fn announces_work(&self) -> bool {
+    /// A run became claimable by runtimes; no execution resource became due.
+    pub fn runtime_work(&mut self) {
+        self.work = self.work.max(Work::Runtimes);
+    }
+
+    /// The work the commit will announce; `set_work` puts back what it was.
+    pub fn announces_work(&self) -> Work {
         self.work
     }
 
-    pub fn set_work(&mut self, work: bool) {
+    pub fn set_work(&mut self, work: Work) {
         self.work = work;
     }
 
@@ -161,7 +166,7 @@ impl WriteTx {
         staged.resource_events.append(&mut self.resource_events);
         self.sessions = staged.sessions;
         self.resource_events = staged.resource_events;
-        self.work |= staged.work;
+        self.work = self.work.max(staged.work);
         Ok(())
     }
 
@@ -234,9 +239,7 @@ impl WriteTx {
         for tenant in &self.announce.inbox_tenants {
             hub.publish_inbox(tenant);
         }
-        if self.work {
-            hub.publish_work();
-        }
+        hub.publish_work(self.work);
         Ok(revisions)
     }
 
@@ -356,7 +359,7 @@ impl WriteTx {
                     .map(|(id, seq)| notify::events_payload(id, *seq)),
             )
             .chain(a.inbox_tenants.iter().map(|t| notify::inbox_payload(t)))
-            .chain(self.work.then(|| notify::WORK_PAYLOAD.to_owned()))
+            .chain(self.work.payload().map(str::to_owned))
             .collect()
     }
 

@@ -290,6 +290,8 @@ async fn revision_moves_only_with_visible_changes(backend: Backend) {
     assert!(watch.changed(zero).await);
 
     let interaction = suspended.pending_interactions[0].id.clone();
+    work.borrow_and_update();
+    let lifecycle = hub.subscribe_lifecycle_work();
     f.store
         .reply_interaction(
             Some("acme"),
@@ -302,6 +304,14 @@ async fn revision_moves_only_with_visible_changes(backend: Backend) {
         .unwrap();
     assert_eq!(f.snapshot(&s).await.session.revision, 5);
     assert!(watch.changed(zero).await);
+    assert!(
+        work.has_changed().unwrap(),
+        "a resuming run is runtimes' work"
+    );
+    assert!(
+        !lifecycle.has_changed().unwrap(),
+        "without a sandbox nothing became due: the lifecycle pool sleeps"
+    );
 
     // Claiming a resuming run is internal: it stays `resuming` to the user.
     let before_resume_claim = f.snapshot(&s).await;

@@ -66,10 +66,15 @@ async fn suspending_and_resuming_make_the_record_due(backend: Backend) {
 
     f.advance(1);
     let interaction = f.pending_interaction(&s).await;
+    let lifecycle = f.store.hub().subscribe_lifecycle_work();
     f.store
         .reply_interaction(None, &s.id, &interaction, &reply("approve"), "user-1")
         .await
         .unwrap();
+    assert!(
+        lifecycle.has_changed().unwrap(),
+        "the released sandbox is due for a restore: the lifecycle pool wakes"
+    );
     let r2 = due_then_settle(&f, &run.id, &r1, f.store.now()).await;
 
     let resumed = f.claim_one("acme").await;
