@@ -52,7 +52,7 @@ async fn suspending_and_resuming_make_the_record_due(backend: Backend) {
     assert_eq!(r0.due_at, None);
 
     f.advance(1);
-    let work = f.store.hub().subscribe_work();
+    let work = f.store.hub().subscribe_lifecycle_work();
     f.store
         .suspend_run(
             None,
@@ -61,7 +61,10 @@ async fn suspending_and_resuming_make_the_record_due(backend: Backend) {
         )
         .await
         .unwrap();
-    assert!(work.has_changed().unwrap());
+    assert!(
+        work.has_changed().unwrap(),
+        "the sandbox is due for a release: the lifecycle pool wakes"
+    );
     let r1 = due_then_settle(&f, &run.id, &r0, f.store.now()).await;
 
     f.advance(1);
