@@ -93,8 +93,8 @@ impl Store {
     /// `VersionConflict` otherwise, writing nothing. Never touches the session
     /// revision or the run's visible fields, except through `effect`. Logs a lifecycle event
     /// when the state changes; when the record becomes `released`, every ancestor record
-    /// that is `release_blocked` becomes due; publishes work when the record is due or
-    /// became claimable by runtimes (`active` and not due).
+    /// that is `release_blocked` becomes due; publishes work for every worker when the
+    /// record is due, for the runtimes when it is `active` and not due.
     ///
     /// `provider_id`, `sandbox_spec` and `run_resolved_spec_hash` are fixed at creation and
     /// not written. With `RunEffect::Fail` the run ends, which makes the record due again:

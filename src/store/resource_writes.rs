@@ -149,8 +149,10 @@ impl Store {
             if record.state == ResourceState::Released && cur.state != ResourceState::Released {
                 released.push(id);
             }
-            if record.due_at.is_some() || record.state == ResourceState::Active {
+            if record.due_at.is_some() {
                 tx.work();
+            } else if record.state == ResourceState::Active {
+                tx.runtime_work();
             }
             results.push(Ok(record));
         }

@@ -132,8 +132,13 @@ async fn saves_are_fenced_and_compare_and_set(backend: Backend) {
 
     f.advance(1);
     let work_rx = f.store.hub().subscribe_work();
+    let lifecycle = f.store.hub().subscribe_lifecycle_work();
     let saved = save(next.clone(), token).await.unwrap();
     assert!(work_rx.has_changed().unwrap(), "claimable by runtimes now");
+    assert!(
+        !lifecycle.has_changed().unwrap(),
+        "an active record that is not due is no work for the lifecycle pool"
+    );
     assert_eq!(saved.version, stored.version + 1);
     assert_eq!(saved.updated_at, f.store.now());
     assert_eq!(saved.state, ResourceState::Active);
