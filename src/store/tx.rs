@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, Transaction};
 
-use super::batch_reads::{params, value_rows};
+use super::batch_reads::params;
 use super::rows::to_json;
 use super::snapshot_read::{read_snapshot, OwnedSnapshot};
 use super::{Store, StoreResult};
@@ -17,6 +17,8 @@ use crate::clock::to_millis;
 use crate::metrics::Metrics;
 use crate::notify::{self, Work};
 use crate::snapshot_cache::Encoded;
+
+mod touch;
 
 /// Rows per multi-row event insert (five parameters each).
 const EVENTS_PER_INSERT: usize = 200;
@@ -280,70 +282,6 @@ impl WriteTx {
             }
         }
         Ok(prefetched)
-    }
-
-    /// One statement per kind of write whatever the number of sessions: the counters, the
-    /// events. Sessions are locked in id order first.
-    async fn touch_sessions(
-        &mut self,
-        store: &Store,
-        touched: &[(&String, &Touch)],
-    ) -> StoreResult<Vec<(String, i64)>> {
-        if touched.is_empty() {
-            return Ok(Vec::new());
-        }
-        let now = to_millis(self.now);
-        if touched.len() > 1 {
-            let ids: Vec<&str> = touched.iter().map(|(id, _)| id.as_str()).collect();
-            store.lock_sessions(&mut self.tx, &ids).await?;
-        }
-        let sql = format!(
-            "UPDATE sessions SET revision = revision + v.column2, \
-             updated_at = CASE WHEN v.column2 = 1 THEN $1 ELSE updated_at END, \
-             event_seq = event_seq + v.column3 FROM (VALUES {}) AS v \
-             WHERE sessions.id = v.column1 RETURNING sessions.id, sessions.tenant_id, \
-             sessions.revision, sessions.event_seq",
-            value_rows(2, touched.len(), 3)
-        );
-        let mut update = sqlx::query(&sql).bind(now);
-        for (id, touch) in touched {
-            update = update
-                .bind(id.as_str())
-                .bind(i64::from(touch.visible))
-                .bind(touch.events.len() as i64);
-        }
-        let mut counters = std::collections::HashMap::new();
-        for row in update.fetch_all(&mut *self.tx).await? {
-            let id: String = row.try_get("id")?;
-            let revision: i64 = row.try_get("revision")?;
-            let last_seq: i64 = row.try_get("event_seq")?;
-            let tenant: String = row.try_get("tenant_id")?;
-            counters.insert(id, (revision, last_seq, tenant));
-        }
-        let mut events = Vec::new();
-        let mut revisions = Vec::new();
-        for (id, touch) in touched {
-            let Some((revision, last_seq, tenant)) = counters.get(id.as_str()) else {
-                return Err(sqlx::Error::RowNotFound.into());
-            };
-            let (revision, last_seq) = (*revision, *last_seq);
-            if !touch.events.is_empty() {
-                self.announce.events.push(((*id).clone(), last_seq));
-            }
-            if touch.inbox && !self.announce.inbox_tenants.contains(tenant) {
-                self.announce.inbox_tenants.push(tenant.clone());
-            }
-            let first = last_seq - touch.events.len() as i64 + 1;
-            for (i, (kind, data)) in touch.events.iter().enumerate() {
-                events.push((id.as_str(), first + i as i64, *kind, to_json(data)?));
-            }
-            if touch.visible {
-                revisions.push(((*id).clone(), revision));
-            }
-        }
-        self.insert_events("session_events", "session_id", &events)
-            .await?;
-        Ok(revisions)
     }
 
     /// What the other replicas hear of this commit: the new revisions, the new events, the
