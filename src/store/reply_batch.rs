@@ -6,13 +6,15 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
+use sqlx::Row;
 
 use super::batch_reads::{bind_ids, params, value_rows};
 use super::interactions::ReplyOutcome;
+use super::resource_hooks::DUE_NOW;
 use super::rows::{self, RunRecord, RUN_RETURNING};
 use super::sessions::sees;
 use super::tx::WriteTx;
-use super::{Store, StoreError, StoreResult};
+use super::{Backend, Store, StoreError, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::commands::ReplyInteraction;
 use crate::domain::interaction::{InteractionRequest, InteractionStatus, Resolution};
@@ -182,10 +184,21 @@ impl Store {
         if resolving.is_empty() {
             return Ok(answers);
         }
-        self.write_resolutions(tx, &resolving).await?;
-        let runs_after = self.write_run_states(tx, &resolving).await?;
-        let due: Vec<&str> = resolving.iter().map(|r| r.rec.run.id.as_str()).collect();
-        self.resources_due(tx, &due).await?;
+        let runs_after = match self.backend() {
+            Backend::Postgres => self.write_replies_together(tx, &resolving).await?,
+            Backend::Sqlite => {
+                self.write_resolutions(tx, &resolving).await?;
+                let runs_after = self.write_run_states(tx, &resolving).await?;
+                let due: Vec<&str> = resolving.iter().map(|r| r.rec.run.id.as_str()).collect();
+                self.resources_due(tx, &due).await?;
+                runs_after
+            }
+        };
+        for r in &resolving {
+            if r.rec.run.state.status() != r.to.status() {
+                tx.visible(r.rec.run.session_id.as_str());
+            }
+        }
         for r in resolving {
             let item = items[r.index];
             let run = runs_after
@@ -278,10 +291,51 @@ impl Store {
             let run = rows::run(&row)?;
             written.insert(run.id.as_str().to_owned(), run);
         }
+        Ok(written)
+    }
+
+    /// PostgreSQL: what the three writes above and `resources_due` do, in one statement.
+    async fn write_replies_together(
+        &self,
+        tx: &mut WriteTx,
+        resolving: &[Resolving<'_>],
+    ) -> StoreResult<HashMap<String, crate::domain::run::Run>> {
+        let sql = format!(
+            "WITH v AS (VALUES {}), \
+             i AS (UPDATE interactions SET status = 'resolved', revision = revision + 1, \
+             decision = v.column2, resolution_payload = v.column3, resolved_by = v.column4, \
+             resolved_at = $1 FROM v WHERE interactions.id = v.column1), \
+             p AS (UPDATE suspensions SET status = 'resolving' \
+             WHERE status = 'pending' AND interaction_id IN (SELECT column1 FROM v)), \
+             d AS (UPDATE execution_resources SET due_at = {DUE_NOW}, version = version + 1, \
+             updated_at = $1 WHERE run_id IN (SELECT column5 FROM v) RETURNING 1), \
+             r AS (UPDATE runs SET state = v.column6, revision = revision + 1, \
+             updated_at = CASE WHEN v.column7 = 1 THEN $1 ELSE updated_at END \
+             FROM v WHERE runs.id = v.column5 RETURNING {RUN_RETURNING}) \
+             SELECT r.*, (SELECT count(*) FROM d) AS due FROM r",
+            value_rows(2, resolving.len(), 7)
+        );
+        let mut update = sqlx::query(&sql).bind(to_millis(tx.now));
         for r in resolving {
-            if r.rec.run.state.status() != r.to.status() {
-                tx.visible(r.rec.run.session_id.as_str());
-            }
+            let status_changes = r.rec.run.state.status() != r.to.status();
+            update = update
+                .bind(r.current.id.as_str())
+                .bind(r.resolution.decision.clone())
+                .bind(rows::to_json(&r.resolution.payload)?)
+                .bind(r.resolution.resolved_by.clone())
+                .bind(r.rec.run.id.as_str())
+                .bind(r.to.as_str())
+                .bind(i64::from(status_changes));
+        }
+        let mut written = HashMap::new();
+        let mut due = 0;
+        for row in update.fetch_all(tx.conn()).await? {
+            due = row.try_get::<i64, _>("due")?;
+            let run = rows::run(&row)?;
+            written.insert(run.id.as_str().to_owned(), run);
+        }
+        if due > 0 {
+            tx.work();
         }
         Ok(written)
     }

@@ -15,8 +15,9 @@ use crate::clock::to_millis;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::ResourceState;
 
-/// `due_at` becomes `$2` unless it is already earlier.
-const DUE_NOW: &str = "CASE WHEN due_at IS NOT NULL AND due_at < $1 THEN due_at ELSE $1 END";
+/// `due_at` becomes `$1` (now) unless it is already earlier.
+pub(super) const DUE_NOW: &str =
+    "CASE WHEN due_at IS NOT NULL AND due_at < $1 THEN due_at ELSE $1 END";
 
 /// The session-log event type for a record entering `state`.
 pub(super) fn lifecycle_event(state: ResourceState) -> &'static str {
