@@ -300,18 +300,28 @@ impl Store {
         tx: &mut WriteTx,
         resolving: &[Resolving<'_>],
     ) -> StoreResult<HashMap<String, crate::domain::run::Run>> {
+        // The ids again as lists of the same parameters: a semi-join over `v` is planned as a
+        // sequential scan of the table once a group has a few dozen rows.
+        let column = |c: usize| {
+            (0..resolving.len())
+                .map(|r| format!("${}", 2 + r * 7 + c))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (interaction_ids, run_ids) = (column(0), column(4));
         let sql = format!(
             "WITH v AS (VALUES {}), \
              i AS (UPDATE interactions SET status = 'resolved', revision = revision + 1, \
              decision = v.column2, resolution_payload = v.column3, resolved_by = v.column4, \
              resolved_at = $1 FROM v WHERE interactions.id = v.column1), \
              p AS (UPDATE suspensions SET status = 'resolving' \
-             WHERE status = 'pending' AND interaction_id IN (SELECT column1 FROM v)), \
+             WHERE status = 'pending' AND interaction_id IN ({interaction_ids})), \
              d AS (UPDATE execution_resources SET due_at = {DUE_NOW}, version = version + 1, \
-             updated_at = $1 WHERE run_id IN (SELECT column5 FROM v) RETURNING 1), \
+             updated_at = $1 WHERE run_id IN ({run_ids}) RETURNING 1), \
              r AS (UPDATE runs SET state = v.column6, revision = revision + 1, \
              updated_at = CASE WHEN v.column7 = 1 THEN $1 ELSE updated_at END \
-             FROM v WHERE runs.id = v.column5 RETURNING {RUN_RETURNING}) \
+             FROM v WHERE runs.id = v.column5 AND runs.id IN ({run_ids}) \
+             RETURNING {RUN_RETURNING}) \
              SELECT r.*, (SELECT count(*) FROM d) AS due FROM r",
             value_rows(2, resolving.len(), 7)
         );

@@ -117,14 +117,20 @@ impl WriteTx {
     }
 }
 
-/// `$1` = now, then three parameters per session and four per event.
+/// `$1` = now, then three parameters per session and four per event. The ids are also listed
+/// as an `IN` of the same parameters: PostgreSQL plans the join with the `VALUES` alone as a
+/// sequential scan once a group has a few dozen sessions.
 fn update_sql(sessions: usize, events: usize) -> String {
+    let ids = (0..sessions)
+        .map(|r| format!("${}", 2 + r * 3))
+        .collect::<Vec<_>>()
+        .join(", ");
     let update = format!(
         "UPDATE sessions SET revision = revision + v.column2, \
          updated_at = CASE WHEN v.column2 = 1 THEN $1 ELSE updated_at END, \
          event_seq = event_seq + v.column3 FROM (VALUES {}) AS v \
-         WHERE sessions.id = v.column1 RETURNING sessions.id, sessions.tenant_id, \
-         sessions.revision, sessions.event_seq",
+         WHERE sessions.id = v.column1 AND sessions.id IN ({ids}) \
+         RETURNING sessions.id, sessions.tenant_id, sessions.revision, sessions.event_seq",
         value_rows(2, sessions, 3)
     );
     if events == 0 {
