@@ -59,6 +59,15 @@ pub(super) fn value_rows(first: usize, rows: usize, cols: usize) -> String {
         .join(", ")
 }
 
+/// `$a, $b, …`: the parameters of column `col` (from 0) of `value_rows(first, rows, cols)`,
+/// to name the same values again in an `IN` list.
+pub(super) fn value_column(first: usize, rows: usize, cols: usize, col: usize) -> String {
+    (0..rows)
+        .map(|r| format!("${}", first + r * cols + col))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
 
 /// Binds each id, in order, after whatever `query` has bound already.
@@ -277,6 +286,8 @@ mod tests {
         assert_eq!(params(3, 2), "$3, $4");
         assert_eq!(value_rows(2, 2, 3), "($2, $3, $4), ($5, $6, $7)");
         assert_eq!(params(1, 0), "");
+        assert_eq!(value_column(2, 2, 3, 0), "$2, $5");
+        assert_eq!(value_column(2, 2, 3, 2), "$4, $7");
     }
 
     #[test]

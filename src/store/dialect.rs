@@ -1,5 +1,7 @@
 //! The few places where SQLite and PostgreSQL need different SQL: how transactions begin,
 //! row locks, claiming due runs with a fencing token, and cross-replica notifications.
+//! Elsewhere, PostgreSQL folds a group's writes into one data-modifying `WITH`
+//! (`reply_batch::write_replies_together`, `tx::touch`).
 
 use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;

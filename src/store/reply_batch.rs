@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use sqlx::Row;
 
-use super::batch_reads::{bind_ids, params, value_rows};
+use super::batch_reads::{bind_ids, params, value_column, value_rows};
 use super::interactions::ReplyOutcome;
 use super::resource_hooks::DUE_NOW;
 use super::rows::{self, RunRecord, RUN_RETURNING};
@@ -294,7 +294,8 @@ impl Store {
         Ok(written)
     }
 
-    /// PostgreSQL: what the three writes above and `resources_due` do, in one statement.
+    /// PostgreSQL: what `write_resolutions`, `write_run_states` and `resources_due` do, in one
+    /// statement (SQLite has no data-modifying `WITH`).
     async fn write_replies_together(
         &self,
         tx: &mut WriteTx,
@@ -302,13 +303,8 @@ impl Store {
     ) -> StoreResult<HashMap<String, crate::domain::run::Run>> {
         // The ids again as lists of the same parameters: a semi-join over `v` is planned as a
         // sequential scan of the table once a group has a few dozen rows.
-        let column = |c: usize| {
-            (0..resolving.len())
-                .map(|r| format!("${}", 2 + r * 7 + c))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let (interaction_ids, run_ids) = (column(0), column(4));
+        let n = resolving.len();
+        let (interaction_ids, run_ids) = (value_column(2, n, 7, 0), value_column(2, n, 7, 4));
         let sql = format!(
             "WITH v AS (VALUES {}), \
              i AS (UPDATE interactions SET status = 'resolved', revision = revision + 1, \
@@ -323,7 +319,7 @@ impl Store {
              FROM v WHERE runs.id = v.column5 AND runs.id IN ({run_ids}) \
              RETURNING {RUN_RETURNING}) \
              SELECT r.*, (SELECT count(*) FROM d) AS due FROM r",
-            value_rows(2, resolving.len(), 7)
+            value_rows(2, n, 7)
         );
         let mut update = sqlx::query(&sql).bind(to_millis(tx.now));
         for r in resolving {
@@ -337,15 +333,16 @@ impl Store {
                 .bind(r.to.as_str())
                 .bind(i64::from(status_changes));
         }
-        let mut written = HashMap::new();
-        let mut due = 0;
-        for row in update.fetch_all(tx.conn()).await? {
-            due = row.try_get::<i64, _>("due")?;
-            let run = rows::run(&row)?;
-            written.insert(run.id.as_str().to_owned(), run);
+        let found = update.fetch_all(tx.conn()).await?;
+        if let Some(row) = found.first() {
+            if row.try_get::<i64, _>("due")? > 0 {
+                tx.work();
+            }
         }
-        if due > 0 {
-            tx.work();
+        let mut written = HashMap::new();
+        for row in &found {
+            let run = rows::run(row)?;
+            written.insert(run.id.as_str().to_owned(), run);
         }
         Ok(written)
     }

@@ -7,7 +7,7 @@ use sqlx::Row;
 
 use super::{Touch, WriteTx, EVENTS_PER_INSERT};
 use crate::clock::to_millis;
-use crate::store::batch_reads::value_rows;
+use crate::store::batch_reads::{value_column, value_rows};
 use crate::store::rows::to_json;
 use crate::store::{Backend, Store, StoreResult};
 
@@ -50,19 +50,19 @@ impl WriteTx {
                 });
             }
         }
-        let (counters, rest) = match store.backend() {
-            Backend::Postgres => {
-                let along = events.len().min(EVENTS_PER_INSERT);
-                let counters = self.update_sessions(touched, &events[..along]).await?;
-                (counters, &events[along..])
-            }
-            Backend::Sqlite => (self.update_sessions(touched, &[]).await?, &events[..]),
+        // The events the update inserts itself; the rest (all of them on SQLite) follow it.
+        let along = match store.backend() {
+            Backend::Postgres => events.len().min(EVENTS_PER_INSERT),
+            Backend::Sqlite => 0,
         };
-        let mut rows = Vec::with_capacity(rest.len());
-        for e in rest {
-            let (_, last_seq, _) = counters.get(e.session).ok_or(sqlx::Error::RowNotFound)?;
-            rows.push((e.session, last_seq - e.back, e.kind, e.data.clone()));
-        }
+        let counters = self.update_sessions(touched, &events[..along]).await?;
+        let rows = events
+            .drain(along..)
+            .map(|e| {
+                let (_, last_seq, _) = counters.get(e.session).ok_or(sqlx::Error::RowNotFound)?;
+                Ok((e.session, last_seq - e.back, e.kind, e.data))
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
         self.insert_events("session_events", "session_id", &rows)
             .await?;
 
@@ -121,10 +121,7 @@ impl WriteTx {
 /// as an `IN` of the same parameters: PostgreSQL plans the join with the `VALUES` alone as a
 /// sequential scan once a group has a few dozen sessions.
 fn update_sql(sessions: usize, events: usize) -> String {
-    let ids = (0..sessions)
-        .map(|r| format!("${}", 2 + r * 3))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let ids = value_column(2, sessions, 3, 0);
     let update = format!(
         "UPDATE sessions SET revision = revision + v.column2, \
          updated_at = CASE WHEN v.column2 = 1 THEN $1 ELSE updated_at END, \
