@@ -176,10 +176,11 @@ async fn the_service_reconciles_in_the_background(backend: Backend) {
     let ax = ax_with(backend, "", opts).await;
     let orphan = ax.provider.provision("made-outside-any-record").await;
     let id = orphan.r#ref.sandbox_id.clone();
-    until(|| async { ax.provider.sandbox_state(&id).await == SandboxState::Terminated }).await;
-    let prom = ax.prometheus().await;
-    assert!(
-        prom.contains("sagents_reconciler_actions_total{action=\"orphan_terminated\"} 1"),
-        "{prom}"
+    // The counter moves after the provider's answer reaches the reconciler, so wait on it.
+    let counted = "sagents_reconciler_actions_total{action=\"orphan_terminated\"} 1";
+    until(|| async { ax.prometheus().await.contains(counted) }).await;
+    assert_eq!(
+        ax.provider.sandbox_state(&id).await,
+        SandboxState::Terminated
     );
 }
