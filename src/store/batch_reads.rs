@@ -68,6 +68,23 @@ pub(super) fn value_column(first: usize, rows: usize, cols: usize, col: usize) -
         .join(", ")
 }
 
+/// The size a statement over `n` rows is written for: the next power of two. Each statement
+/// text is prepared and planned once per connection; a group's statements, padded to a few
+/// sizes, reuse their plans instead of being planned again for every group size.
+pub(super) fn padded(n: usize) -> usize {
+    n.next_power_of_two()
+}
+
+/// `ids` and, up to `padded(ids.len())`, the last id again: duplicates in an `IN` list
+/// select nothing more.
+pub(super) fn padded_ids<'a>(ids: &[&'a str]) -> Vec<&'a str> {
+    let mut all = ids.to_vec();
+    if let Some(last) = ids.last() {
+        all.resize(padded(ids.len()), last);
+    }
+    all
+}
+
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
 
 /// Binds each id, in order, after whatever `query` has bound already.
@@ -118,13 +135,14 @@ impl Store {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
+        let ids = padded_ids(ids);
         let sql = format!(
             "SELECT {RUN_RECORD_COLS} FROM runs r JOIN sessions s ON s.id = r.session_id \
              WHERE r.id IN ({}) ORDER BY r.id{}",
             params(1, ids.len()),
             if lock { self.lock_run() } else { "" }
         );
-        keyed(conn, &sql, ids, rows::run_record, |r| r.run.id.as_str()).await
+        keyed(conn, &sql, &ids, rows::run_record, |r| r.run.id.as_str()).await
     }
 
     /// The interactions among `ids`, in id order; locked if `lock`.
@@ -134,12 +152,13 @@ impl Store {
         ids: &[&str],
         lock: bool,
     ) -> StoreResult<HashMap<String, InteractionRecord>> {
+        let ids = padded_ids(ids);
         let sql = format!(
             "SELECT {INTERACTION_COLS} FROM interactions i WHERE i.id IN ({}) ORDER BY i.id{}",
             params(1, ids.len()),
             if lock { self.lock_row() } else { "" }
         );
-        keyed(conn, &sql, ids, rows::interaction_record, |r| {
+        keyed(conn, &sql, &ids, rows::interaction_record, |r| {
             r.interaction.id.as_str()
         })
         .await
@@ -288,6 +307,15 @@ mod tests {
         assert_eq!(params(1, 0), "");
         assert_eq!(value_column(2, 2, 3, 0), "$2, $5");
         assert_eq!(value_column(2, 2, 3, 2), "$4, $7");
+    }
+
+    #[test]
+    fn statements_are_padded_to_a_few_sizes_with_the_last_id() {
+        let sizes: Vec<usize> = [1, 2, 3, 5, 8, 9, 33, 64].map(padded).into();
+        assert_eq!(sizes, [1, 2, 4, 8, 8, 16, 64, 64]);
+        assert_eq!(padded_ids(&["a", "b", "c"]), ["a", "b", "c", "c"]);
+        assert_eq!(padded_ids(&["a", "b"]), ["a", "b"]);
+        assert!(padded_ids(&[]).is_empty());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
-use super::batch_reads::{bind_ids, params, value_rows};
+use super::batch_reads::{bind_ids, padded_ids, params, value_rows};
 use super::rows;
 use super::{Backend, Store, StoreResult};
 use crate::clock::to_millis;
@@ -227,11 +227,14 @@ impl Store {
         ids: &[&str],
     ) -> StoreResult<()> {
         if self.inner.backend == Backend::Postgres {
+            let ids = padded_ids(ids);
             let sql = format!(
                 "SELECT id FROM sessions WHERE id IN ({}) ORDER BY id FOR NO KEY UPDATE",
                 params(1, ids.len())
             );
-            bind_ids(sqlx::query(&sql), ids).execute(&mut *conn).await?;
+            bind_ids(sqlx::query(&sql), &ids)
+                .execute(&mut *conn)
+                .await?;
         }
         Ok(())
     }
@@ -244,13 +247,16 @@ impl Store {
         payloads: &[String],
     ) -> StoreResult<()> {
         if self.inner.backend == Backend::Postgres && !payloads.is_empty() {
+            let ids: Vec<&str> = payloads.iter().map(String::as_str).collect();
+            // A payload repeated in one transaction is delivered once.
+            let padded = padded_ids(&ids);
             let sql = format!(
                 "SELECT pg_notify($1, v.column1) FROM (VALUES {}) AS v",
-                value_rows(2, payloads.len(), 1)
+                value_rows(2, padded.len(), 1)
             );
             let mut query = sqlx::query(&sql).bind(notify::PG_CHANNEL);
-            for p in payloads {
-                query = query.bind(p.as_str());
+            for p in padded {
+                query = query.bind(p);
             }
             query.execute(&mut *conn).await?;
         }

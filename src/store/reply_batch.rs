@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use sqlx::Row;
 
-use super::batch_reads::{bind_ids, params, value_column, value_rows};
+use super::batch_reads::{bind_ids, padded, params, value_column, value_rows};
 use super::interactions::ReplyOutcome;
 use super::resource_hooks::DUE_NOW;
 use super::rows::{self, RunRecord, RUN_RETURNING};
@@ -303,7 +303,7 @@ impl Store {
     ) -> StoreResult<HashMap<String, crate::domain::run::Run>> {
         // The ids again as lists of the same parameters: a semi-join over `v` is planned as a
         // sequential scan of the table once a group has a few dozen rows.
-        let n = resolving.len();
+        let n = padded(resolving.len());
         let (interaction_ids, run_ids) = (value_column(2, n, 7, 0), value_column(2, n, 7, 4));
         let sql = format!(
             "WITH v AS (VALUES {}), \
@@ -322,7 +322,9 @@ impl Store {
             value_rows(2, n, 7)
         );
         let mut update = sqlx::query(&sql).bind(to_millis(tx.now));
-        for r in resolving {
+        // Padding repeats the last row: an `UPDATE … FROM` writes a row matched twice once.
+        let last = resolving.len() - 1;
+        for r in (0..n).map(|i| &resolving[i.min(last)]) {
             let status_changes = r.rec.run.state.status() != r.to.status();
             update = update
                 .bind(r.current.id.as_str())

@@ -34,6 +34,16 @@ async fn postgres_a_reply_the_database_refuses_fails_alone() {
     a_reply_the_database_refuses_fails_alone(Backend::Postgres).await
 }
 
+#[tokio::test]
+async fn sqlite_a_group_writes_each_reply_once() {
+    a_group_writes_each_reply_once(Backend::Sqlite).await
+}
+
+#[tokio::test]
+async fn postgres_a_group_writes_each_reply_once() {
+    a_group_writes_each_reply_once(Backend::Postgres).await
+}
+
 /// `count` sessions of `acme`, each with a run suspended on a pending approval.
 async fn pending(f: &Fx, count: usize) -> Vec<(Session, InteractionId)> {
     let mut out = Vec::new();
@@ -258,4 +268,64 @@ async fn a_reply_the_database_refuses_fails_alone(backend: Backend) {
         fallbacks + 1,
         "the group that held the refused reply failed once, then wrote each alone"
     );
+}
+
+/// A group whose size is not one its statements are written for (they are padded with
+/// repeated rows on PostgreSQL): every session, interaction and event is written once.
+async fn a_group_writes_each_reply_once(backend: Backend) {
+    let f = fx(backend).await;
+    // One or two replies take the free writers alone; the other five or six share a group.
+    let p = pending(&f, 7).await;
+    let mut before = Vec::new();
+    for (s, _) in &p {
+        let revision = f.snapshot(s).await.session.revision;
+        let events = f
+            .store
+            .list_events(Some("acme"), &s.id, 0, 100)
+            .await
+            .unwrap();
+        before.push((revision, events.len() as i64));
+    }
+    let asks: Vec<Ask> = p
+        .iter()
+        .map(|(s, id)| ask(s, id, reply("approve")))
+        .collect();
+    let fallbacks = f.store.metrics().group_fallbacks.load(Ordering::Relaxed);
+    let answers = send_all(&f, &asks).await;
+    // A group the database refused would be written again reply by reply, unpadded.
+    assert_eq!(
+        f.store.metrics().group_fallbacks.load(Ordering::Relaxed),
+        fallbacks
+    );
+
+    for (i, (s, id)) in p.iter().enumerate() {
+        let answer = answers[i].as_ref().expect("resolved");
+        assert_eq!(&answer.interaction.id, id);
+        assert_eq!(answer.interaction.revision, 2, "session {i}");
+        let snap = f.snapshot(s).await;
+        assert_eq!(snap.session.revision, before[i].0 + 1, "session {i}");
+        assert!(snap.pending_interactions.is_empty(), "session {i}");
+        assert_eq!(snap.runs[0].status, RunStatus::Resuming, "session {i}");
+        let events = f
+            .store
+            .list_events(Some("acme"), &s.id, 0, 100)
+            .await
+            .unwrap();
+        let sequences: Vec<i64> = events.iter().map(|e| e.sequence).collect();
+        let last = before[i].1;
+        assert_eq!(sequences, (1..=last + 2).collect::<Vec<_>>(), "session {i}");
+        let new: Vec<(i64, &str)> = events
+            .iter()
+            .skip(last as usize)
+            .map(|e| (e.sequence, e.r#type.as_str()))
+            .collect();
+        assert_eq!(
+            new,
+            [
+                (last + 1, "interaction.resolved"),
+                (last + 2, "run.resuming")
+            ],
+            "session {i}"
+        );
+    }
 }

@@ -7,7 +7,7 @@ use sqlx::Row;
 
 use super::{Touch, WriteTx, EVENTS_PER_INSERT};
 use crate::clock::to_millis;
-use crate::store::batch_reads::{value_column, value_rows};
+use crate::store::batch_reads::{padded, value_column, value_rows};
 use crate::store::rows::to_json;
 use crate::store::{Backend, Store, StoreResult};
 
@@ -55,7 +55,8 @@ impl WriteTx {
             Backend::Postgres => events.len().min(EVENTS_PER_INSERT),
             Backend::Sqlite => 0,
         };
-        let counters = self.update_sessions(touched, &events[..along]).await?;
+        let pad = store.backend() == Backend::Postgres;
+        let counters = self.update_sessions(touched, &events[..along], pad).await?;
         let rows = events
             .drain(along..)
             .map(|e| {
@@ -84,15 +85,21 @@ impl WriteTx {
     }
 
     /// The sessions' revisions and event counters moved, with `events` inserted by the same
-    /// statement (PostgreSQL only: SQLite passes none).
+    /// statement (PostgreSQL only: SQLite passes none). With `pad`, the rows are padded to
+    /// the statement sizes of `padded`: the last session again (updated once all the same),
+    /// and events of no session (joined to none).
     async fn update_sessions(
         &mut self,
         touched: &[(&String, &Touch)],
         events: &[NewEvent<'_>],
+        pad: bool,
     ) -> StoreResult<Counters> {
-        let sql = update_sql(touched.len(), events.len());
+        let size = |n: usize| if pad && n > 0 { padded(n) } else { n };
+        let (sessions, rows) = (size(touched.len()), size(events.len()));
+        let sql = update_sql(sessions, rows);
         let mut update = sqlx::query(&sql).bind(to_millis(self.now));
-        for (id, touch) in touched {
+        let last = touched.len() - 1;
+        for (id, touch) in (0..sessions).map(|i| touched[i.min(last)]) {
             update = update
                 .bind(id.as_str())
                 .bind(i64::from(touch.visible))
@@ -104,6 +111,9 @@ impl WriteTx {
                 .bind(e.back)
                 .bind(e.kind)
                 .bind(e.data.as_str());
+        }
+        for _ in events.len()..rows {
+            update = update.bind("").bind(0_i64).bind("").bind("");
         }
         let mut counters = Counters::new();
         for row in update.fetch_all(&mut *self.tx).await? {
