@@ -68,11 +68,19 @@ pub(super) fn value_column(first: usize, rows: usize, cols: usize, col: usize) -
         .join(", ")
 }
 
-/// The size a statement over `n` rows is written for: the next power of two. Each statement
-/// text is prepared and planned once per connection; a group's statements, padded to a few
-/// sizes, reuse their plans instead of being planned again for every group size.
+/// Rows up to which statements are padded: a group's (64 writes, a few events each). Larger
+/// sets keep their size, far from the backends' limits on parameters.
+const PADDED_MAX: usize = 256;
+
+/// The size a statement over `n` rows is written for: the next power of two, up to
+/// `PADDED_MAX`. A connection prepares each statement text once; padded to a few sizes, a
+/// group's statements find theirs prepared instead of preparing one for every group size.
 pub(super) fn padded(n: usize) -> usize {
-    n.next_power_of_two()
+    if n <= PADDED_MAX {
+        n.next_power_of_two()
+    } else {
+        n
+    }
 }
 
 /// `ids` and, up to `padded(ids.len())`, the last id again: duplicates in an `IN` list
@@ -311,8 +319,10 @@ mod tests {
 
     #[test]
     fn statements_are_padded_to_a_few_sizes_with_the_last_id() {
-        let sizes: Vec<usize> = [1, 2, 3, 5, 8, 9, 33, 64].map(padded).into();
-        assert_eq!(sizes, [1, 2, 4, 8, 8, 16, 64, 64]);
+        let sizes: Vec<usize> = [1, 2, 3, 5, 8, 9, 33, 64, 129, 256, 257, 5000]
+            .map(padded)
+            .into();
+        assert_eq!(sizes, [1, 2, 4, 8, 8, 16, 64, 64, 256, 256, 257, 5000]);
         assert_eq!(padded_ids(&["a", "b", "c"]), ["a", "b", "c", "c"]);
         assert_eq!(padded_ids(&["a", "b"]), ["a", "b"]);
         assert!(padded_ids(&[]).is_empty());

@@ -247,9 +247,9 @@ impl Store {
         payloads: &[String],
     ) -> StoreResult<()> {
         if self.inner.backend == Backend::Postgres && !payloads.is_empty() {
-            let ids: Vec<&str> = payloads.iter().map(String::as_str).collect();
+            let all: Vec<&str> = payloads.iter().map(String::as_str).collect();
             // A payload repeated in one transaction is delivered once.
-            let padded = padded_ids(&ids);
+            let padded = padded_ids(&all);
             let sql = format!(
                 "SELECT pg_notify($1, v.column1) FROM (VALUES {}) AS v",
                 value_rows(2, padded.len(), 1)
