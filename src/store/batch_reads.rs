@@ -73,24 +73,29 @@ pub(super) fn value_column(first: usize, rows: usize, cols: usize, col: usize) -
 const PADDED_MAX: usize = 256;
 
 /// The size a statement over `n` rows is written for: the next power of two, up to
-/// `PADDED_MAX`. A connection prepares each statement text once; padded to a few sizes, a
-/// group's statements find theirs prepared instead of preparing one for every group size.
+/// `PADDED_MAX` (and none for none). A connection prepares each statement text once; padded
+/// to a few sizes, a group's statements find theirs prepared instead of preparing one for
+/// every group size.
 pub(super) fn padded(n: usize) -> usize {
-    if n <= PADDED_MAX {
-        n.next_power_of_two()
-    } else {
+    if n == 0 || n > PADDED_MAX {
         n
+    } else {
+        n.next_power_of_two()
     }
 }
 
-/// `ids` and, up to `padded(ids.len())`, the last id again: duplicates in an `IN` list
-/// select nothing more.
+/// `items`, then the last one again until there are `n` (at least as many as `items`).
+pub(super) fn with_last_repeated<T>(items: &[T], n: usize) -> impl Iterator<Item = &T> {
+    let last = items.len().saturating_sub(1);
+    (0..n).filter_map(move |i| items.get(i.min(last)))
+}
+
+/// `ids` padded to `padded(ids.len())` with the last id: duplicates in an `IN` list select
+/// nothing more.
 pub(super) fn padded_ids<'a>(ids: &[&'a str]) -> Vec<&'a str> {
-    let mut all = ids.to_vec();
-    if let Some(last) = ids.last() {
-        all.resize(padded(ids.len()), last);
-    }
-    all
+    with_last_repeated(ids, padded(ids.len()))
+        .copied()
+        .collect()
 }
 
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
@@ -319,13 +324,16 @@ mod tests {
 
     #[test]
     fn statements_are_padded_to_a_few_sizes_with_the_last_id() {
-        let sizes: Vec<usize> = [1, 2, 3, 5, 8, 9, 33, 64, 129, 256, 257, 5000]
+        let sizes: Vec<usize> = [0, 1, 2, 3, 5, 8, 9, 33, 64, 129, 256, 257, 5000]
             .map(padded)
             .into();
-        assert_eq!(sizes, [1, 2, 4, 8, 8, 16, 64, 64, 256, 256, 257, 5000]);
+        assert_eq!(sizes, [0, 1, 2, 4, 8, 8, 16, 64, 64, 256, 256, 257, 5000]);
         assert_eq!(padded_ids(&["a", "b", "c"]), ["a", "b", "c", "c"]);
         assert_eq!(padded_ids(&["a", "b"]), ["a", "b"]);
         assert!(padded_ids(&[]).is_empty());
+        let rows: Vec<&i32> = with_last_repeated(&[7, 8], 4).collect();
+        assert_eq!(rows, [&7, &8, &8, &8]);
+        assert_eq!(with_last_repeated::<i32>(&[], 2).count(), 0);
     }
 
     #[test]

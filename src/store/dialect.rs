@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
-use super::batch_reads::{bind_ids, padded_ids, params, value_rows};
+use super::batch_reads::{bind_ids, padded, padded_ids, params, value_rows, with_last_repeated};
 use super::rows;
 use super::{Backend, Store, StoreResult};
 use crate::clock::to_millis;
@@ -247,16 +247,15 @@ impl Store {
         payloads: &[String],
     ) -> StoreResult<()> {
         if self.inner.backend == Backend::Postgres && !payloads.is_empty() {
-            let all: Vec<&str> = payloads.iter().map(String::as_str).collect();
-            // A payload repeated in one transaction is delivered once.
-            let padded = padded_ids(&all);
+            let n = padded(payloads.len());
             let sql = format!(
                 "SELECT pg_notify($1, v.column1) FROM (VALUES {}) AS v",
-                value_rows(2, padded.len(), 1)
+                value_rows(2, n, 1)
             );
             let mut query = sqlx::query(&sql).bind(notify::PG_CHANNEL);
-            for p in padded {
-                query = query.bind(p);
+            // A payload repeated in one transaction is delivered once.
+            for p in with_last_repeated(payloads, n) {
+                query = query.bind(p.as_str());
             }
             query.execute(&mut *conn).await?;
         }

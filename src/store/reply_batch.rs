@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use sqlx::Row;
 
-use super::batch_reads::{bind_ids, padded, params, value_column, value_rows};
+use super::batch_reads::{bind_ids, padded, params, value_column, value_rows, with_last_repeated};
 use super::interactions::ReplyOutcome;
 use super::resource_hooks::DUE_NOW;
 use super::rows::{self, RunRecord, RUN_RETURNING};
@@ -322,9 +322,8 @@ impl Store {
             value_rows(2, n, 7)
         );
         let mut update = sqlx::query(&sql).bind(to_millis(tx.now));
-        // Padding repeats the last row: an `UPDATE … FROM` writes a row matched twice once.
-        let last = resolving.len() - 1;
-        for r in (0..n).map(|i| &resolving[i.min(last)]) {
+        // Padded with the last row: an `UPDATE … FROM` writes a row matched twice once.
+        for r in with_last_repeated(resolving, n) {
             let status_changes = r.rec.run.state.status() != r.to.status();
             update = update
                 .bind(r.current.id.as_str())

@@ -278,7 +278,13 @@ async fn a_group_writes_each_reply_once(backend: Backend) {
     let p = pending(&f, 7).await;
     let mut before = Vec::new();
     for (s, _) in &p {
-        let revision = f.snapshot(s).await.session.revision;
+        let snap = f.snapshot(s).await;
+        let run = f
+            .store
+            .get_run(Some("acme"), &snap.runs[0].id)
+            .await
+            .unwrap();
+        let revision = (snap.session.revision, run.revision);
         let events = f
             .store
             .list_events(Some("acme"), &s.id, 0, 100)
@@ -303,7 +309,13 @@ async fn a_group_writes_each_reply_once(backend: Backend) {
         assert_eq!(&answer.interaction.id, id);
         assert_eq!(answer.interaction.revision, 2, "session {i}");
         let snap = f.snapshot(s).await;
-        assert_eq!(snap.session.revision, before[i].0 + 1, "session {i}");
+        assert_eq!(snap.session.revision, before[i].0 .0 + 1, "session {i}");
+        let run = f
+            .store
+            .get_run(Some("acme"), &snap.runs[0].id)
+            .await
+            .unwrap();
+        assert_eq!(run.revision, before[i].0 .1 + 1, "session {i}");
         assert!(snap.pending_interactions.is_empty(), "session {i}");
         assert_eq!(snap.runs[0].status, RunStatus::Resuming, "session {i}");
         let events = f
@@ -327,5 +339,11 @@ async fn a_group_writes_each_reply_once(backend: Backend) {
             ],
             "session {i}"
         );
+    }
+    // A replay answers with the interaction as stored: resolved once, at revision 2.
+    for (i, replay) in send_all(&f, &asks).await.iter().enumerate() {
+        let stored = &replay.as_ref().expect("a replay").interaction;
+        assert_eq!(stored.revision, 2, "session {i}");
+        assert_eq!(stored.status, InteractionStatus::Resolved, "session {i}");
     }
 }

@@ -7,7 +7,7 @@ use sqlx::Row;
 
 use super::{Touch, WriteTx, EVENTS_PER_INSERT};
 use crate::clock::to_millis;
-use crate::store::batch_reads::{padded, value_column, value_rows};
+use crate::store::batch_reads::{padded, value_column, value_rows, with_last_repeated};
 use crate::store::rows::to_json;
 use crate::store::{Backend, Store, StoreResult};
 
@@ -51,11 +51,10 @@ impl WriteTx {
             }
         }
         // The events the update inserts itself; the rest (all of them on SQLite) follow it.
-        let along = match store.backend() {
-            Backend::Postgres => events.len().min(EVENTS_PER_INSERT),
-            Backend::Sqlite => 0,
+        let (along, pad) = match store.backend() {
+            Backend::Postgres => (events.len().min(EVENTS_PER_INSERT), true),
+            Backend::Sqlite => (0, false),
         };
-        let pad = store.backend() == Backend::Postgres;
         let counters = self.update_sessions(touched, &events[..along], pad).await?;
         let rows = events
             .drain(along..)
@@ -94,12 +93,11 @@ impl WriteTx {
         events: &[NewEvent<'_>],
         pad: bool,
     ) -> StoreResult<Counters> {
-        let size = |n: usize| if pad && n > 0 { padded(n) } else { n };
+        let size = |n: usize| if pad { padded(n) } else { n };
         let (sessions, rows) = (size(touched.len()), size(events.len()));
         let sql = update_sql(sessions, rows);
         let mut update = sqlx::query(&sql).bind(to_millis(self.now));
-        let last = touched.len() - 1;
-        for (id, touch) in (0..sessions).map(|i| touched[i.min(last)]) {
+        for (id, touch) in with_last_repeated(touched, sessions) {
             update = update
                 .bind(id.as_str())
                 .bind(i64::from(touch.visible))
