@@ -150,7 +150,7 @@ impl Store {
         }
         let ids = padded_ids(ids);
         let sql = format!(
-            "SELECT {RUN_RECORD_COLS} FROM runs r JOIN sessions s ON s.id = r.session_id \
+            "SELECT {RUN_RECORD_COLS} FROM runs r \
              WHERE r.id IN ({}) ORDER BY r.id{}",
             params(1, ids.len()),
             if lock { self.lock_run() } else { "" }

@@ -309,7 +309,8 @@ impl Store {
             "WITH v AS (VALUES {}), \
              i AS (UPDATE interactions SET status = 'resolved', revision = revision + 1, \
              decision = v.column2, resolution_payload = v.column3, resolved_by = v.column4, \
-             resolved_at = $1 FROM v WHERE interactions.id = v.column1), \
+             resolved_at = $1 FROM v WHERE interactions.id = v.column1 \
+             AND interactions.id IN ({interaction_ids})), \
              p AS (UPDATE suspensions SET status = 'resolving' \
              WHERE status = 'pending' AND interaction_id IN ({interaction_ids})), \
              d AS (UPDATE execution_resources SET due_at = {DUE_NOW}, version = version + 1, \

@@ -64,7 +64,7 @@ impl Store {
         lock: bool,
     ) -> StoreResult<Option<RunRecord>> {
         let sql = format!(
-            "SELECT {RUN_RECORD_COLS} FROM runs r JOIN sessions s ON s.id = r.session_id \
+            "SELECT {RUN_RECORD_COLS} FROM runs r \
              WHERE r.id = $1{}",
             if lock { self.lock_run() } else { "" }
         );
