@@ -37,7 +37,7 @@ impl Store {
         metrics: Arc<Metrics>,
     ) -> StoreResult<Store> {
         sqlx::any::install_default_drivers();
-        let (backend, write, read) = match backend_of(url)? {
+        let (backend, write, read, grouped) = match backend_of(url)? {
             Backend::Sqlite => {
                 let (path, url) = sqlite_target(url)?;
                 create_private(&path, url.contains("mode=rwc"))
@@ -55,7 +55,7 @@ impl Store {
                     .await?;
                 // This process is the only writer: every commit updates the cache.
                 hub.cache.set_trust(None);
-                (Backend::Sqlite, write, read)
+                (Backend::Sqlite, write.clone(), read, write)
             }
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
@@ -64,7 +64,13 @@ impl Store {
                     .after_connect(|conn, _| Box::pin(postgres_settings(conn)))
                     .connect(url)
                     .await?;
-                (Backend::Postgres, pool.clone(), pool)
+                let grouped = AnyPoolOptions::new()
+                    .max_connections(GROUP_WRITERS as u32)
+                    .acquire_timeout(POSTGRES_ACQUIRE_TIMEOUT)
+                    .after_connect(|conn, _| Box::pin(postgres_settings(conn)))
+                    .connect(url)
+                    .await?;
+                (Backend::Postgres, pool.clone(), pool, grouped)
             }
         };
         Ok(Store {
@@ -73,6 +79,7 @@ impl Store {
                 url: url.to_owned(),
                 write,
                 read,
+                grouped,
                 clock,
                 hub,
                 metrics,
@@ -149,6 +156,7 @@ impl Store {
     pub async fn close(&self) {
         self.inner.write.close().await;
         self.inner.read.close().await;
+        self.inner.grouped.close().await;
     }
 }
 

@@ -67,11 +67,15 @@ impl DueRuns {
 }
 
 impl Store {
-    /// A write transaction: SQLite takes the write lock at once (no upgrade deadlocks).
-    pub(super) async fn begin_write(&self) -> StoreResult<Transaction<'static, Any>> {
+    /// A write transaction on `pool`: SQLite takes the write lock at once (no upgrade
+    /// deadlocks).
+    pub(super) async fn begin_write(
+        &self,
+        pool: &sqlx::AnyPool,
+    ) -> StoreResult<Transaction<'static, Any>> {
         Ok(match self.inner.backend {
-            Backend::Sqlite => self.inner.write.begin_with("BEGIN IMMEDIATE").await?,
-            Backend::Postgres => self.inner.write.begin().await?,
+            Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Postgres => pool.begin().await?,
         })
     }
 

@@ -18,6 +18,7 @@ use super::run_batch::RunItem;
 use super::session_batch::SessionItem;
 use super::suspend_batch::SuspendItem;
 use super::transition_batch::{TransitionItem, Transitioned};
+use super::tx::WriteTx;
 use super::{Backend, Store, StoreError, StoreResult};
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::RunEffect;
@@ -287,7 +288,11 @@ impl Store {
             return;
         }
         if saves.len() + hand_backs.len() > 1 {
-            match self.write_in_one(&saves, &hand_backs).await {
+            let written = async {
+                let tx = self.group_tx().await?;
+                self.write_in_one(tx, &saves, &hand_backs).await
+            };
+            match written.await {
                 Ok(saved) => {
                     for (reply, result) in save_replies.into_iter().zip(saved) {
                         let _ = reply.send(result);
@@ -310,7 +315,11 @@ impl Store {
             let _ = reply.send(unless_down(&mut down, self.save_alone(item)).await);
         }
         for (lease, reply) in hand_backs.iter().zip(hand_back_replies) {
-            let alone = self.write_in_one(&[], std::slice::from_ref(lease));
+            let alone = async {
+                let tx = self.group_tx().await?;
+                self.write_in_one(tx, &[], std::slice::from_ref(lease))
+                    .await
+            };
             let _ = reply.send(unless_down(&mut down, alone).await.map(|_| ()));
         }
     }
@@ -362,17 +371,20 @@ impl Store {
     }
 
     async fn save_alone(&self, item: &SaveItem) -> StoreResult<ExecutionResourceRecord> {
-        let mut saved = self.write_in_one(std::slice::from_ref(item), &[]).await?;
+        let tx = self.write_tx().await?;
+        let mut saved = self
+            .write_in_one(tx, std::slice::from_ref(item), &[])
+            .await?;
         saved.pop().unwrap_or_else(|| Err(abandoned()))
     }
 
-    /// Record saves and hand-backs in one transaction; each save's own answer, in order.
+    /// Record saves and hand-backs in `tx`; each save's own answer, in order.
     async fn write_in_one(
         &self,
+        mut tx: WriteTx,
         saves: &[SaveItem],
         hand_backs: &[HandBack],
     ) -> StoreResult<Vec<StoreResult<ExecutionResourceRecord>>> {
-        let mut tx = self.write_tx().await?;
         let result = async {
             // Every run of the group, saves and hand-backs alike, locked first and in id order.
             let mut ids: Vec<&str> = saves.iter().map(|s| s.run_id.as_str()).collect();

@@ -80,6 +80,9 @@ struct Inner {
     write: AnyPool,
     /// SQLite: several read connections (WAL readers); PostgreSQL: the same pool as `write`.
     read: AnyPool,
+    /// The group commit's transactions. SQLite: `write`; PostgreSQL: one connection per group
+    /// writer, so each statement text is prepared on a few connections and reused there.
+    grouped: AnyPool,
     clock: Arc<dyn Clock>,
     hub: Arc<ChangeHub>,
     metrics: Arc<Metrics>,

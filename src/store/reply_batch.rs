@@ -123,7 +123,7 @@ impl Store {
         &self,
         items: &[&ReplyItem],
     ) -> StoreResult<Vec<Option<StoreResult<ReplyOutcome>>>> {
-        let mut tx = self.write_tx().await?;
+        let mut tx = self.group_tx().await?;
         let result = self.reply_in(&mut tx, items).await;
         tx.finish(self, result).await
     }

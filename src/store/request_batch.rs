@@ -110,7 +110,7 @@ impl Store {
         runs: &[&RunItem],
         suspends: &[&SuspendItem],
     ) -> StoreResult<Answers> {
-        let mut tx = self.write_tx().await?;
+        let mut tx = self.group_tx().await?;
         let result = async {
             // Runs are locked before anything else is written, like every other writer.
             let suspended = if suspends.is_empty() {

@@ -71,7 +71,7 @@ impl Store {
         &self,
         items: &[&TransitionItem],
     ) -> StoreResult<Vec<Option<StoreResult<Transitioned>>>> {
-        let mut tx = self.write_tx().await?;
+        let mut tx = self.group_tx().await?;
         let result = async {
             if let [item] = items {
                 // Alone: its refusal is the transaction's.

@@ -69,7 +69,16 @@ struct Prefetched {
 
 impl Store {
     pub(super) async fn write_tx(&self) -> StoreResult<WriteTx> {
-        let tx = self.begin_write().await?;
+        self.write_tx_on(&self.inner.write).await
+    }
+
+    /// A write transaction of the group commit, on its own connections.
+    pub(super) async fn group_tx(&self) -> StoreResult<WriteTx> {
+        self.write_tx_on(&self.inner.grouped).await
+    }
+
+    async fn write_tx_on(&self, pool: &sqlx::AnyPool) -> StoreResult<WriteTx> {
+        let tx = self.begin_write(pool).await?;
         Ok(WriteTx {
             tx,
             now: self.now(),
