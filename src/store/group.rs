@@ -288,11 +288,7 @@ impl Store {
             return;
         }
         if saves.len() + hand_backs.len() > 1 {
-            let written = async {
-                let tx = self.group_tx().await?;
-                self.write_in_one(tx, &saves, &hand_backs).await
-            };
-            match written.await {
+            match self.records_in_group(&saves, &hand_backs).await {
                 Ok(saved) => {
                     for (reply, result) in save_replies.into_iter().zip(saved) {
                         let _ = reply.send(result);
@@ -315,11 +311,7 @@ impl Store {
             let _ = reply.send(unless_down(&mut down, self.save_alone(item)).await);
         }
         for (lease, reply) in hand_backs.iter().zip(hand_back_replies) {
-            let alone = async {
-                let tx = self.group_tx().await?;
-                self.write_in_one(tx, &[], std::slice::from_ref(lease))
-                    .await
-            };
+            let alone = self.records_in_group(&[], std::slice::from_ref(lease));
             let _ = reply.send(unless_down(&mut down, alone).await.map(|_| ()));
         }
     }
@@ -376,6 +368,16 @@ impl Store {
             .write_in_one(tx, std::slice::from_ref(item), &[])
             .await?;
         saved.pop().unwrap_or_else(|| Err(abandoned()))
+    }
+
+    /// Record saves and hand-backs in one transaction on the group commit's connections.
+    async fn records_in_group(
+        &self,
+        saves: &[SaveItem],
+        hand_backs: &[HandBack],
+    ) -> StoreResult<Vec<StoreResult<ExecutionResourceRecord>>> {
+        let tx = self.group_tx().await?;
+        self.write_in_one(tx, saves, hand_backs).await
     }
 
     /// Record saves and hand-backs in `tx`; each save's own answer, in order.

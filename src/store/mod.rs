@@ -76,7 +76,8 @@ pub struct Store {
 struct Inner {
     backend: Backend,
     url: String,
-    /// SQLite: a single connection, so writers never contend; PostgreSQL: the one pool.
+    /// SQLite: a single connection, so writers never contend; PostgreSQL: the pool shared by
+    /// requests and workers.
     write: AnyPool,
     /// SQLite: several read connections (WAL readers); PostgreSQL: the same pool as `write`.
     read: AnyPool,
