@@ -6,8 +6,7 @@ use std::collections::HashMap;
 use sqlx::AnyConnection;
 
 use super::rows::{
-    self, InteractionRecord, RunRecord, INTERACTION_COLS, JOB_COLS, RESOURCE_COLS, RUN_RECORD_COLS,
-    SUSPENSION_COLS,
+    self, InteractionRecord, RunRecord, INTERACTION_COLS, JOB_COLS, RESOURCE_COLS, SUSPENSION_COLS,
 };
 use super::{Backend, Store, StoreResult};
 use crate::domain::interaction::Suspension;
@@ -150,8 +149,8 @@ impl Store {
         }
         let ids = padded_ids(ids);
         let sql = format!(
-            "SELECT {RUN_RECORD_COLS} FROM runs r \
-             WHERE r.id IN ({}) ORDER BY r.id{}",
+            "{} WHERE r.id IN ({}) ORDER BY r.id{}",
+            self.select_run_record(),
             params(1, ids.len()),
             if lock { self.lock_run() } else { "" }
         );

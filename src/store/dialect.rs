@@ -101,6 +101,15 @@ impl Store {
         }
     }
 
+    /// `SELECT` a run with its lease and its session's tenant `FROM runs r`, as each
+    /// backend reads it fastest.
+    pub(super) fn select_run_record(&self) -> &'static str {
+        match self.inner.backend {
+            Backend::Sqlite => rows::RUN_RECORD_JOINED,
+            Backend::Postgres => rows::RUN_RECORD_BY_KEY,
+        }
+    }
+
     pub(super) fn lock_job(&self) -> &'static str {
         match self.inner.backend {
             Backend::Sqlite => "",

@@ -30,13 +30,29 @@ pub(super) const SESSION_COLS: &str = "s.id, s.tenant_id, s.title, s.metadata, \
 pub(super) const RUN_RETURNING: &str = "id, session_id, parent_run_id, state, \
      resolved_spec_hash, sandbox_spec, input, output, error, revision, created_at, updated_at";
 
-/// A run with its lease columns and its session's tenant (`FROM runs r`). The tenant is read
-/// by the session's key: joined, PostgreSQL planned a scan of every session for a few runs.
-pub(super) const RUN_RECORD_COLS: &str = "r.id, r.session_id, r.parent_run_id, r.state, \
-     r.resolved_spec_hash, r.sandbox_spec, r.input, r.output, r.error, r.revision, \
-     r.created_at, r.updated_at, r.lease_id, r.lease_holder, r.fencing_token, \
-     r.lease_expires_at, \
-     (SELECT s.tenant_id FROM sessions s WHERE s.id = r.session_id) AS tenant_id";
+/// A run's columns and its lease columns (`FROM runs r`).
+macro_rules! run_lease_cols {
+    () => {
+        "r.id, r.session_id, r.parent_run_id, r.state, r.resolved_spec_hash, r.sandbox_spec, \
+         r.input, r.output, r.error, r.revision, r.created_at, r.updated_at, r.lease_id, \
+         r.lease_holder, r.fencing_token, r.lease_expires_at"
+    };
+}
+
+/// `SELECT` a run with its lease columns and its session's tenant, joined (SQLite).
+pub(super) const RUN_RECORD_JOINED: &str = concat!(
+    "SELECT ",
+    run_lease_cols!(),
+    ", s.tenant_id FROM runs r JOIN sessions s ON s.id = r.session_id"
+);
+
+/// The same with the tenant read by the session's key (PostgreSQL): joined, PostgreSQL
+/// planned a scan of every session for a few runs.
+pub(super) const RUN_RECORD_BY_KEY: &str = concat!(
+    "SELECT ",
+    run_lease_cols!(),
+    ", (SELECT s.tenant_id FROM sessions s WHERE s.id = r.session_id) AS tenant_id FROM runs r"
+);
 
 pub(super) const INTERACTION_COLS: &str = "i.id, i.run_id, i.session_id, i.interaction_type, \
      i.status, i.allowed_decisions, i.payload, i.revision, i.requested_at, i.expires_at, \

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use sqlx::AnyConnection;
 use sqlx::Row;
 
-use super::rows::{self, RunRecord, CHECKPOINT_COLS, RUN_RECORD_COLS, RUN_RETURNING};
+use super::rows::{self, RunRecord, CHECKPOINT_COLS, RUN_RETURNING};
 use super::sessions::sees;
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
@@ -64,8 +64,8 @@ impl Store {
         lock: bool,
     ) -> StoreResult<Option<RunRecord>> {
         let sql = format!(
-            "SELECT {RUN_RECORD_COLS} FROM runs r \
-             WHERE r.id = $1{}",
+            "{} WHERE r.id = $1{}",
+            self.select_run_record(),
             if lock { self.lock_run() } else { "" }
         );
         let row = sqlx::query(&sql).bind(run_id).fetch_optional(conn).await?;
