@@ -1,5 +1,6 @@
 # For scripts: a throwaway PostgreSQL cluster (pg_start DIR PORT [SERVER OPTION...], pg_stop
-# DIR), a free loopback port (free_port) and waiting for a server (wait_ready PORT PATH [SECONDS]).
+# DIR; for benchmarks, its write-ahead log warmed: pg_warm_wal URL, pg_recycle_wal URL), a free
+# loopback port (free_port) and waiting for a server (wait_ready PORT PATH [SECONDS]).
 # initdb refuses root, so the cluster runs as the `postgres` user when we are root.
 pg_bin() {
   local d
@@ -22,6 +23,21 @@ pg_start() {
   as_pg "$bin/initdb" -D "$dir/data" -U postgres -A trust >/dev/null
   as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w start \
     -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB $*" >/dev/null
+}
+
+# pg_warm_wal URL: the cluster's write-ahead log made ready as a running cluster's is. A running
+# cluster writes into segments its checkpoints recycled; a fresh one creates and zero-fills a
+# new 16 MB segment every few seconds under load, and every commit waits 40-50 ms for it.
+# Writes about 128 MB of log, then checkpoints, which recycles those segments.
+pg_warm_wal() {
+  psql -q "$1" -c "CREATE TABLE wal_warmup AS SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 500000) g" \
+    -c "DROP TABLE wal_warmup" -c "CHECKPOINT"
+}
+
+# pg_recycle_wal URL: before a measured run, the segments written since the last checkpoint
+# recycled (as pg_warm_wal's were).
+pg_recycle_wal() {
+  psql -q "$1" -c "CHECKPOINT"
 }
 
 pg_stop() {
