@@ -18,9 +18,6 @@ static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
 
 const SQLITE_READERS: u32 = 4;
-/// Pages of write-ahead log after which SQLite's writer copies it into the database file
-/// (16 MB; SQLite's default is 1,000).
-pub const WRITER_CHECKPOINT_PAGES: u32 = 4_000;
 const POSTGRES_CONNECTIONS: u32 = 16;
 /// How long a request waits for a PostgreSQL connection before it is answered 503: while the
 /// server is down every wait lasts this long (sqlx's default is 30 s).
@@ -41,8 +38,7 @@ async fn postgres_pool(url: &str, connections: u32) -> StoreResult<sqlx::AnyPool
 
 impl Store {
     /// Opens the pools for `url` (`sqlite://path` — the file and its folder are created if
-    /// missing, WAL checkpointed every `WRITER_CHECKPOINT_PAGES`, synchronous=NORMAL,
-    /// busy_timeout, foreign keys — or `postgres://…`).
+    /// missing, WAL, synchronous=NORMAL, busy_timeout, foreign keys — or `postgres://…`).
     /// Does not migrate.
     pub async fn connect(
         url: &str,
@@ -257,9 +253,6 @@ fn percent_decode(s: &str) -> String {
 async fn sqlite_writer_pragmas(conn: &mut AnyConnection) -> Result<(), sqlx::Error> {
     conn.execute("PRAGMA journal_mode = WAL").await?;
     conn.execute("PRAGMA synchronous = NORMAL").await?;
-    // Checkpoints sync the log and the file (about 20 ms), stalling writes: a quarter as many.
-    conn.execute(format!("PRAGMA wal_autocheckpoint = {WRITER_CHECKPOINT_PAGES}").as_str())
-        .await?;
     conn.execute("PRAGMA busy_timeout = 5000").await?;
     conn.execute("PRAGMA foreign_keys = ON").await?;
     Ok(())

@@ -49,7 +49,6 @@ use crate::metrics::Metrics;
 use crate::notify::ChangeHub;
 
 pub use attention::AttentionItem;
-pub use connect::WRITER_CHECKPOINT_PAGES;
 pub use error::StoreError;
 pub use events::SessionEvent;
 pub use idempotency::IdempotencyBegin;

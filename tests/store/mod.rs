@@ -30,7 +30,6 @@ mod replies;
 mod resources;
 mod sessions;
 mod snapshot_cache;
-mod sqlite_log;
 
 pub const TTL: i64 = 30;
 
