@@ -34,8 +34,12 @@ pub struct StreamQuery {
     pub after: Option<i64>,
 }
 
-/// Where the stream starts: `Last-Event-ID`, else `after`, else the beginning.
+/// Where the stream starts: `Last-Event-ID`, else `after`, else the beginning. A bad `after`
+/// is refused even when the header wins over it.
 fn start_after(headers: &HeaderMap, query: &StreamQuery) -> Result<i64, ApiError> {
+    if query.after.is_some_and(|after| after < 0) {
+        return Err(ApiError::invalid("after", "must not be negative"));
+    }
     let (field, after) = match headers.get(LAST_EVENT_ID) {
         Some(v) => {
             let parsed = v.to_str().ok().and_then(|v| v.trim().parse::<i64>().ok());

@@ -257,6 +257,14 @@ async fn streams_are_tenant_scoped_and_bad_positions_are_problems(backend: Backe
             .unwrap();
         expect_problem(res, 422, "request.invalid", Some("Last-Event-ID")).await;
     }
+    // The header wins over `after`, but a negative `after` is refused all the same.
+    let res = app
+        .request(Method::GET, &format!("{path}?after=-263"), &app.frontend)
+        .header("last-event-id", "12")
+        .send()
+        .await
+        .unwrap();
+    expect_problem(res, 422, "request.invalid", Some("after")).await;
 }
 
 /// A server with one-second heartbeats, a session and a stream of it from its first event on.
