@@ -37,26 +37,25 @@ pub struct StreamQuery {
 /// Where the stream starts: `Last-Event-ID`, else `after`, else the beginning. A bad `after`
 /// is refused even when the header wins over it.
 fn start_after(headers: &HeaderMap, query: &StreamQuery) -> Result<i64, ApiError> {
-    if query.after.is_some_and(|after| after < 0) {
-        return Err(ApiError::invalid("after", "must not be negative"));
-    }
-    let (field, after) = match headers.get(LAST_EVENT_ID) {
-        Some(v) => {
-            let parsed = v.to_str().ok().and_then(|v| v.trim().parse::<i64>().ok());
-            let Some(after) = parsed else {
-                return Err(ApiError::invalid(
-                    "Last-Event-ID",
-                    "must be the id of an event of this stream (an integer)",
-                ));
-            };
-            ("Last-Event-ID", after)
-        }
-        None => ("after", query.after.unwrap_or(0)),
+    let after = non_negative("after", query.after.unwrap_or(0))?;
+    let Some(v) = headers.get(LAST_EVENT_ID) else {
+        return Ok(after);
     };
-    if after < 0 {
+    let parsed = v.to_str().ok().and_then(|v| v.trim().parse::<i64>().ok());
+    let Some(id) = parsed else {
+        return Err(ApiError::invalid(
+            "Last-Event-ID",
+            "must be the id of an event of this stream (an integer)",
+        ));
+    };
+    non_negative("Last-Event-ID", id)
+}
+
+fn non_negative(field: &str, value: i64) -> Result<i64, ApiError> {
+    if value < 0 {
         return Err(ApiError::invalid(field, "must not be negative"));
     }
-    Ok(after)
+    Ok(value)
 }
 
 fn to_sse(event: &SessionEvent) -> Event {
