@@ -9,11 +9,19 @@ use super::rows::{
     self, InteractionRecord, RunRecord, INTERACTION_COLS, JOB_COLS, RESOURCE_COLS, SUSPENSION_COLS,
 };
 use super::{Backend, Store, StoreResult};
+use crate::domain::claim::LeaseState;
 use crate::domain::interaction::Suspension;
 use crate::domain::job::Job;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::ResourceState;
 use crate::domain::RunId;
+
+/// What a compare-and-set write of a record checks and reports: its state and version.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RecordHead {
+    pub state: ResourceState,
+    pub version: i64,
+}
 
 /// Placeholders numbered in the order they appear in the statement, so parameters are bound
 /// in that order: `$1, $2, …` on PostgreSQL, anonymous `?` on SQLite (which binds each
@@ -194,6 +202,52 @@ impl Store {
             if lock { self.lock_row() } else { "" }
         );
         keyed(conn, &sql, ids, rows::resource, |r| r.run_id.as_str()).await
+    }
+
+    /// The lease of each run among `ids`, in id order; locked if `lock` (as `load_runs`
+    /// locks them). All a fenced write checks, without decoding the runs.
+    pub(super) async fn load_leases(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[&str],
+        lock: bool,
+    ) -> StoreResult<HashMap<String, LeaseState>> {
+        let ids = padded_ids(ids);
+        let sql = format!(
+            "SELECT r.id, r.lease_id, r.fencing_token, r.lease_expires_at FROM runs r \
+             WHERE r.id IN ({}) ORDER BY r.id{}",
+            params(1, ids.len()),
+            if lock { self.lock_run() } else { "" }
+        );
+        pairs(conn, &sql, &ids, |row| {
+            Ok((rows::text(row, "id")?, rows::lease_state(row)?))
+        })
+        .await
+    }
+
+    /// The state and version of each record among `ids`; locked if `lock`, in the order
+    /// `load_resources` locks them. All a compare-and-set write checks.
+    pub(super) async fn load_record_heads(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[&str],
+        lock: bool,
+    ) -> StoreResult<HashMap<String, RecordHead>> {
+        let ids = padded_ids(ids);
+        let sql = format!(
+            "SELECT run_id, state, version FROM execution_resources WHERE run_id IN ({}) \
+             ORDER BY run_id DESC{}",
+            params(1, ids.len()),
+            if lock { self.lock_row() } else { "" }
+        );
+        pairs(conn, &sql, &ids, |row| {
+            let head = RecordHead {
+                state: rows::enumeration(row, "state")?,
+                version: rows::int(row, "version")?,
+            };
+            Ok((rows::text(row, "run_id")?, head))
+        })
+        .await
     }
 
     /// Every ancestor of each run, nearest first: `(run, ancestor)` pairs.

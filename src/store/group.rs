@@ -394,12 +394,12 @@ impl Store {
             ids.sort_unstable();
             ids.dedup();
             // SQLite has one writer and no row locks: hand-backs alone need no runs read.
-            let runs = if saves.is_empty() && self.backend() == Backend::Sqlite {
+            let leases = if saves.is_empty() && self.backend() == Backend::Sqlite {
                 HashMap::new()
             } else {
-                self.load_runs(tx.conn(), &ids, true).await?
+                self.load_leases(tx.conn(), &ids, true).await?
             };
-            let saved = self.save_batch_in(&mut tx, saves, &runs).await?;
+            let saved = self.save_batch_in(&mut tx, saves, &leases).await?;
             self.hand_back_in(&mut tx, hand_backs).await?;
             Ok(saved)
         }

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::dialect::DueRuns;
 use super::resource_writes::{HandBack, SaveItem};
-use super::rows::{self, RunRecord};
+use super::rows;
 use super::runtime_claims::{lease_expiry, MAX_CLAIMS};
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
@@ -191,7 +191,7 @@ impl Store {
         intent: &mut Intent<'_>,
     ) -> StoreResult<()> {
         let mut items = Vec::new();
-        let mut runs = HashMap::new();
+        let mut leases = HashMap::new();
         for (i, w) in work.iter().enumerate() {
             let Some(mut record) = intent(w, tx.now) else {
                 continue;
@@ -202,12 +202,7 @@ impl Store {
                 fencing_token: Some(w.lease.fencing_token),
                 expires_at: Some(w.lease.expires_at),
             };
-            let run = RunRecord {
-                run: w.run.clone(),
-                lease,
-                tenant_id: w.tenant_id.clone(),
-            };
-            runs.insert(w.run.id.as_str().to_owned(), run);
+            leases.insert(w.run.id.as_str().to_owned(), lease);
             let item = SaveItem {
                 run_id: w.run.id.clone(),
                 fencing_token: w.lease.fencing_token,
@@ -223,7 +218,7 @@ impl Store {
         let (at, items): (Vec<usize>, Vec<SaveItem>) = items.into_iter().unzip();
         // Leased to this claim's holders: nobody else may take them, so no work to announce.
         let announced = tx.announces_work();
-        let saved = self.save_batch_in(tx, &items, &runs).await?;
+        let saved = self.save_batch_in(tx, &items, &leases).await?;
         tx.set_work(announced);
         for (i, result) in at.into_iter().zip(saved) {
             if let Ok(record) = result {

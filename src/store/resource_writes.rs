@@ -8,11 +8,12 @@ use serde_json::json;
 
 use super::batch_reads::{bind_ids, params, value_rows, Placeholders};
 use super::resource_hooks::lifecycle_event;
-use super::rows::{self, RunRecord};
+use super::rows;
 use super::run_fence::Outcome;
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::{from_millis, to_millis};
+use crate::domain::claim::LeaseState;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::ResourceState;
 use crate::domain::resource::RunEffect;
@@ -70,14 +71,14 @@ fn as_stored(record: &ExecutionResourceRecord, now: DateTime<Utc>) -> ExecutionR
 impl Store {
     /// Writes each item under its own fence and version check, in item order; an item that
     /// fails its check gets its own error (`LeaseLost`, `Conflict`, `NotFound`) and writes
-    /// nothing. `runs` holds every item's run, already locked. An item saved with `hand_back`
-    /// hands its lease back too. The outer error is a database failure: the transaction must be
+    /// nothing. `leases` holds every item's run lease, its run already locked. An item saved
+    /// with `hand_back` hands its lease back too. The outer error is a database failure: the transaction must be
     /// abandoned.
     pub(super) async fn save_batch_in(
         &self,
         tx: &mut WriteTx,
         items: &[SaveItem],
-        runs: &HashMap<String, RunRecord>,
+        leases: &HashMap<String, LeaseState>,
     ) -> StoreResult<Vec<StoreResult<ExecutionResourceRecord>>> {
         let ids: Vec<&str> = items.iter().map(|i| i.run_id.as_str()).collect();
         // A record that becomes released wakes its ancestors: their records are locked with
@@ -93,13 +94,13 @@ impl Store {
         locked.extend(ancestors.iter().map(|(_, id)| id.as_str()));
         locked.sort_unstable();
         locked.dedup();
-        let current = self.load_resources(tx.conn(), &locked, true).await?;
+        let current = self.load_record_heads(tx.conn(), &locked, true).await?;
         let mut verdicts = Vec::with_capacity(items.len());
         for item in items {
             let id = item.run_id.as_str();
-            verdicts.push(match (runs.get(id), current.get(id)) {
+            verdicts.push(match (leases.get(id), current.get(id)) {
                 (None, _) => Some(StoreError::NotFound("run")),
-                (Some(rec), _) if rec.lease.check(item.fencing_token, tx.now).is_err() => {
+                (Some(lease), _) if lease.check(item.fencing_token, tx.now).is_err() => {
                     Some(self.lease_lost())
                 }
                 (_, None) => Some(StoreError::NotFound("execution_resource")),
@@ -122,7 +123,7 @@ impl Store {
         let mut results = Vec::with_capacity(items.len());
         for (item, rejected) in items.iter().zip(verdicts) {
             let id = item.run_id.as_str();
-            let (Some(_), Some(cur), None) = (runs.get(id), current.get(id), &rejected) else {
+            let (Some(_), Some(cur), None) = (leases.get(id), current.get(id), &rejected) else {
                 results.push(Err(rejected.unwrap_or(StoreError::NotFound("run"))));
                 continue;
             };
@@ -166,7 +167,8 @@ impl Store {
             let (RunEffect::Fail { code, message }, Ok(_)) = (&item.effect, &*result) else {
                 continue;
             };
-            let Some(rec) = runs.get(item.run_id.as_str()) else {
+            let id = item.run_id.as_str();
+            let Some(rec) = self.load_runs(tx.conn(), &[id], false).await?.remove(id) else {
                 continue;
             };
             if rec.run.state.is_terminal() {
@@ -174,8 +176,14 @@ impl Store {
             }
             let error = json!({ "code": code, "message": message });
             let outcome = Some(Outcome::Error(&error));
-            self.finish_run(tx, rec, RunState::Failed, Some(item.fencing_token), outcome)
-                .await?;
+            self.finish_run(
+                tx,
+                &rec,
+                RunState::Failed,
+                Some(item.fencing_token),
+                outcome,
+            )
+            .await?;
             // Ending the run made its record due again: return what is stored.
             *result = self
                 .load_resource(tx.conn(), item.run_id.as_str(), false)

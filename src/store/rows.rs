@@ -243,12 +243,16 @@ pub(super) fn run(row: &AnyRow) -> StoreResult<Run> {
 pub(super) fn run_record(row: &AnyRow) -> StoreResult<RunRecord> {
     Ok(RunRecord {
         run: run(row)?,
-        lease: LeaseState {
-            lease_id: opt_text(row, "lease_id")?,
-            fencing_token: opt_int(row, "fencing_token")?,
-            expires_at: opt_time(row, "lease_expires_at")?,
-        },
+        lease: lease_state(row)?,
         tenant_id: text(row, "tenant_id")?,
+    })
+}
+
+pub(super) fn lease_state(row: &AnyRow) -> StoreResult<LeaseState> {
+    Ok(LeaseState {
+        lease_id: opt_text(row, "lease_id")?,
+        fencing_token: opt_int(row, "fencing_token")?,
+        expires_at: opt_time(row, "lease_expires_at")?,
     })
 }
 
