@@ -72,8 +72,8 @@ impl Store {
     /// Writes each item under its own fence and version check, in item order; an item that
     /// fails its check gets its own error (`LeaseLost`, `Conflict`, `NotFound`) and writes
     /// nothing. `leases` holds every item's run lease, its run already locked. An item saved
-    /// with `hand_back` hands its lease back too. The outer error is a database failure: the transaction must be
-    /// abandoned.
+    /// with `hand_back` hands its lease back too. The outer error is a database failure: the
+    /// transaction must be abandoned.
     pub(super) async fn save_batch_in(
         &self,
         tx: &mut WriteTx,
