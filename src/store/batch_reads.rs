@@ -152,16 +152,8 @@ impl Store {
         ids: &[&str],
         lock: bool,
     ) -> StoreResult<HashMap<String, RunRecord>> {
-        if ids.is_empty() {
-            return Ok(HashMap::new());
-        }
         let ids = padded_ids(ids);
-        let sql = format!(
-            "{} WHERE r.id IN ({}) ORDER BY r.id{}",
-            self.select_run_record(),
-            params(1, ids.len()),
-            if lock { self.lock_run() } else { "" }
-        );
+        let sql = self.runs_in_lock_order(self.select_run_record(), ids.len(), lock);
         keyed(conn, &sql, &ids, rows::run_record, |r| r.run.id.as_str()).await
     }
 
@@ -192,15 +184,7 @@ impl Store {
         ids: &[&str],
         lock: bool,
     ) -> StoreResult<HashMap<String, ExecutionResourceRecord>> {
-        if ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let sql = format!(
-            "SELECT {RESOURCE_COLS} FROM execution_resources WHERE run_id IN ({}) \
-             ORDER BY run_id DESC{}",
-            params(1, ids.len()),
-            if lock { self.lock_row() } else { "" }
-        );
+        let sql = self.records_in_lock_order(RESOURCE_COLS, ids.len(), lock);
         keyed(conn, &sql, ids, rows::resource, |r| r.run_id.as_str()).await
     }
 
@@ -213,12 +197,8 @@ impl Store {
         lock: bool,
     ) -> StoreResult<HashMap<String, LeaseState>> {
         let ids = padded_ids(ids);
-        let sql = format!(
-            "SELECT r.id, r.lease_id, r.fencing_token, r.lease_expires_at FROM runs r \
-             WHERE r.id IN ({}) ORDER BY r.id{}",
-            params(1, ids.len()),
-            if lock { self.lock_run() } else { "" }
-        );
+        let select = "SELECT r.id, r.lease_id, r.fencing_token, r.lease_expires_at FROM runs r";
+        let sql = self.runs_in_lock_order(select, ids.len(), lock);
         pairs(conn, &sql, &ids, |row| {
             Ok((rows::text(row, "id")?, rows::lease_state(row)?))
         })
@@ -234,12 +214,7 @@ impl Store {
         lock: bool,
     ) -> StoreResult<HashMap<String, RecordHead>> {
         let ids = padded_ids(ids);
-        let sql = format!(
-            "SELECT run_id, state, version FROM execution_resources WHERE run_id IN ({}) \
-             ORDER BY run_id DESC{}",
-            params(1, ids.len()),
-            if lock { self.lock_row() } else { "" }
-        );
+        let sql = self.records_in_lock_order("run_id, state, version", ids.len(), lock);
         pairs(conn, &sql, &ids, |row| {
             let head = RecordHead {
                 state: rows::enumeration(row, "state")?,
@@ -248,6 +223,27 @@ impl Store {
             Ok((rows::text(row, "run_id")?, head))
         })
         .await
+    }
+
+    /// `select … FROM runs r` of `n` ids bound as `$1…`, in the order every writer of
+    /// several runs locks them: ascending id.
+    fn runs_in_lock_order(&self, select: &str, n: usize, lock: bool) -> String {
+        format!(
+            "{select} WHERE r.id IN ({}) ORDER BY r.id{}",
+            params(1, n),
+            if lock { self.lock_run() } else { "" }
+        )
+    }
+
+    /// `cols` of the records of `n` run ids bound as `$1…`, in the order every writer of
+    /// several records locks them: descending run id.
+    fn records_in_lock_order(&self, cols: &str, n: usize, lock: bool) -> String {
+        format!(
+            "SELECT {cols} FROM execution_resources WHERE run_id IN ({}) \
+             ORDER BY run_id DESC{}",
+            params(1, n),
+            if lock { self.lock_row() } else { "" }
+        )
     }
 
     /// Every ancestor of each run, nearest first: `(run, ancestor)` pairs.

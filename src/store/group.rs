@@ -393,7 +393,7 @@ impl Store {
             ids.extend(hand_backs.iter().map(|h| h.run_id.as_str()));
             ids.sort_unstable();
             ids.dedup();
-            // SQLite has one writer and no row locks: hand-backs alone need no runs read.
+            // SQLite has one writer and no row locks: hand-backs alone need no leases read.
             let leases = if saves.is_empty() && self.backend() == Backend::Sqlite {
                 HashMap::new()
             } else {
