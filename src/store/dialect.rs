@@ -27,7 +27,8 @@ pub(super) struct LeasedRow {
     pub fencing_token: i64,
 }
 
-/// Which runs a claim leases. Both kinds bind `$1` = now, `$2` = tenant (or NULL), `$3` = max.
+/// Which runs a claim leases. Both kinds bind `$1` = now and `$2` = max; the tenant, when one
+/// is given, goes to the placeholder the caller names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum DueRuns {
     /// Runs a runtime may execute: claimable states, no live lease, and compute ready (no
@@ -41,28 +42,36 @@ pub(super) enum DueRuns {
 }
 
 impl DueRuns {
-    /// `FROM …`, `WHERE …` and `ORDER BY …` of the due-run selection (run table alias `r`).
-    fn sql(self) -> (&'static str, &'static str, &'static str) {
-        match self {
+    /// `FROM …`, `WHERE …` and `ORDER BY …` of the due-run selection (run table alias `r`),
+    /// with the tenant bound to `tenant`'s placeholder if given. The tenant is read per
+    /// candidate, never joined: a join lets PostgreSQL start from a tenant's sessions when
+    /// its statistics lag a burst of new rows, and then scan every run once per session.
+    fn sql(self, tenant: Option<&str>) -> (&'static str, String, &'static str) {
+        let (from, due_where, order) = match self {
             DueRuns::Runtime => (
-                "runs r JOIN sessions s ON s.id = r.session_id",
+                "runs r",
                 "r.state IN ('queued', 'running', 'resuming') \
                  AND COALESCE(r.lease_expires_at, r.created_at) <= $1 + 2000 \
                  AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= $1) \
                  AND (r.sandbox_spec IS NULL OR EXISTS (SELECT 1 FROM execution_resources e \
-                   WHERE e.run_id = r.id AND e.state = 'active' AND e.due_at IS NULL)) \
-                 AND ($2 IS NULL OR s.tenant_id = $2)",
+                   WHERE e.run_id = r.id AND e.state = 'active' AND e.due_at IS NULL))",
                 "COALESCE(r.lease_expires_at, r.created_at), r.id",
             ),
             DueRuns::Lifecycle => (
-                "execution_resources e JOIN runs r ON r.id = e.run_id \
-                 JOIN sessions s ON s.id = r.session_id",
+                "execution_resources e JOIN runs r ON r.id = e.run_id",
                 "e.due_at IS NOT NULL AND e.due_at <= $1 \
-                 AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= $1) \
-                 AND ($2 IS NULL OR s.tenant_id = $2)",
+                 AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= $1)",
                 "e.due_at, e.run_id",
             ),
-        }
+        };
+        let due_where = match tenant {
+            Some(placeholder) => format!(
+                "{due_where} AND (SELECT s.tenant_id FROM sessions s WHERE s.id = r.session_id) \
+                 = {placeholder}"
+            ),
+            None => due_where.to_owned(),
+        };
+        (from, due_where, order)
     }
 }
 
@@ -137,31 +146,32 @@ impl Store {
         now: DateTime<Utc>,
         expires_at: DateTime<Utc>,
     ) -> StoreResult<Vec<LeasedRow>> {
-        let (from, due_where, order) = due.sql();
         match self.inner.backend {
             Backend::Postgres => {
+                let (from, due_where, order) = due.sql(tenant.map(|_| "$5"));
                 let sql = format!(
                     "WITH due AS (\
                        SELECT r.id, r.state AS prev_state, r.lease_id AS prev_lease_id \
-                       FROM {from} WHERE {due_where} ORDER BY {order} LIMIT $3 \
+                       FROM {from} WHERE {due_where} ORDER BY {order} LIMIT $2 \
                        FOR NO KEY UPDATE OF r SKIP LOCKED) \
                      UPDATE runs SET \
                        lease_id = 'lea_' || replace(CAST(gen_random_uuid() AS TEXT), '-', ''), \
-                       lease_holder = $4, \
+                       lease_holder = $3, \
                        fencing_token = nextval('fencing_tokens'), \
-                       lease_expires_at = $5 \
+                       lease_expires_at = $4 \
                      FROM due WHERE runs.id = due.id \
                      RETURNING runs.id, runs.session_id, due.prev_state, due.prev_lease_id, \
                        runs.lease_id, runs.fencing_token"
                 );
-                let rows = sqlx::query(&sql)
+                let mut query = sqlx::query(&sql)
                     .bind(to_millis(now))
-                    .bind(tenant)
                     .bind(i64::from(max))
                     .bind(worker_id)
-                    .bind(to_millis(expires_at))
-                    .fetch_all(&mut *conn)
-                    .await?;
+                    .bind(to_millis(expires_at));
+                if let Some(tenant) = tenant {
+                    query = query.bind(tenant);
+                }
+                let rows = query.fetch_all(&mut *conn).await?;
                 rows.iter()
                     .map(|row| {
                         Ok(LeasedRow {
@@ -178,16 +188,16 @@ impl Store {
             Backend::Sqlite => {
                 // The transaction already holds the only write lock, so select-then-update
                 // cannot race with another claimer.
+                let (from, due_where, order) = due.sql(tenant.map(|_| "$3"));
                 let sql = format!(
                     "SELECT r.id, r.session_id, r.state AS prev_state, r.lease_id AS prev_lease_id \
-                     FROM {from} WHERE {due_where} ORDER BY {order} LIMIT $3"
+                     FROM {from} WHERE {due_where} ORDER BY {order} LIMIT $2"
                 );
-                let due = sqlx::query(&sql)
-                    .bind(to_millis(now))
-                    .bind(tenant)
-                    .bind(i64::from(max))
-                    .fetch_all(&mut *conn)
-                    .await?;
+                let mut query = sqlx::query(&sql).bind(to_millis(now)).bind(i64::from(max));
+                if let Some(tenant) = tenant {
+                    query = query.bind(tenant);
+                }
+                let due = query.fetch_all(&mut *conn).await?;
                 if due.is_empty() {
                     return Ok(Vec::new());
                 }
