@@ -46,6 +46,7 @@ impl DueRuns {
     /// with the tenant bound to `tenant`'s placeholder if given. The tenant is read per
     /// candidate, never joined: a join lets PostgreSQL start from a tenant's sessions when
     /// its statistics lag a burst of new rows, and then scan every run once per session.
+    /// Without a tenant there is no clause at all: `$t IS NULL OR …` misleads the generic plan.
     fn sql(self, tenant: Option<&str>) -> (&'static str, String, &'static str) {
         let (from, due_where, order) = match self {
             DueRuns::Runtime => (
