@@ -23,6 +23,14 @@ pub(super) struct RecordHead {
     pub version: i64,
 }
 
+/// What a fenced record write checks of its run: the lease, and whether a parent's record
+/// may wait on this one's release.
+#[derive(Debug, Clone)]
+pub(super) struct RunFence {
+    pub lease: LeaseState,
+    pub has_parent: bool,
+}
+
 /// Placeholders numbered in the order they appear in the statement, so parameters are bound
 /// in that order: `$1, $2, …` on PostgreSQL, anonymous `?` on SQLite (which binds each
 /// `$N` of a statement by a linear search of its names: slow for hundreds of parameters).
@@ -188,19 +196,24 @@ impl Store {
         keyed(conn, &sql, ids, rows::resource, |r| r.run_id.as_str()).await
     }
 
-    /// The lease of each run among `ids`, in id order; locked if `lock` (as `load_runs`
+    /// The fence of each run among `ids`, in id order; locked if `lock` (as `load_runs`
     /// locks them). All a fenced write checks, without decoding the runs.
-    pub(super) async fn load_leases(
+    pub(super) async fn load_fences(
         &self,
         conn: &mut AnyConnection,
         ids: &[&str],
         lock: bool,
-    ) -> StoreResult<HashMap<String, LeaseState>> {
+    ) -> StoreResult<HashMap<String, RunFence>> {
         let ids = padded_ids(ids);
-        let select = "SELECT r.id, r.lease_id, r.fencing_token, r.lease_expires_at FROM runs r";
+        let select = "SELECT r.id, r.lease_id, r.fencing_token, r.lease_expires_at, \
+                      r.parent_run_id FROM runs r";
         let sql = self.runs_in_lock_order(select, ids.len(), lock);
         pairs(conn, &sql, &ids, |row| {
-            Ok((rows::text(row, "id")?, rows::lease_state(row)?))
+            let fence = RunFence {
+                lease: rows::lease_state(row)?,
+                has_parent: rows::opt_text(row, "parent_run_id")?.is_some(),
+            };
+            Ok((rows::text(row, "id")?, fence))
         })
         .await
     }

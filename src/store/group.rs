@@ -394,12 +394,12 @@ impl Store {
             ids.sort_unstable();
             ids.dedup();
             // SQLite has one writer and no row locks: hand-backs alone need no leases read.
-            let leases = if saves.is_empty() && self.backend() == Backend::Sqlite {
+            let fences = if saves.is_empty() && self.backend() == Backend::Sqlite {
                 HashMap::new()
             } else {
-                self.load_leases(tx.conn(), &ids, true).await?
+                self.load_fences(tx.conn(), &ids, true).await?
             };
-            let saved = self.save_batch_in(&mut tx, saves, &leases).await?;
+            let saved = self.save_batch_in(&mut tx, saves, &fences, None).await?;
             self.hand_back_in(&mut tx, hand_backs).await?;
             Ok(saved)
         }

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
+use super::batch_reads::{RecordHead, RunFence};
 use super::dialect::DueRuns;
 use super::resource_writes::{HandBack, SaveItem};
 use super::rows;
@@ -191,7 +192,9 @@ impl Store {
         intent: &mut Intent<'_>,
     ) -> StoreResult<()> {
         let mut items = Vec::new();
-        let mut leases = HashMap::new();
+        let mut fences = HashMap::new();
+        // The claim read these records and its deferral locked them: their heads are known.
+        let mut heads = HashMap::new();
         for (i, w) in work.iter().enumerate() {
             let Some(mut record) = intent(w, tx.now) else {
                 continue;
@@ -202,7 +205,13 @@ impl Store {
                 fencing_token: Some(w.lease.fencing_token),
                 expires_at: Some(w.lease.expires_at),
             };
-            leases.insert(w.run.id.as_str().to_owned(), lease);
+            let has_parent = w.run.parent_run_id.is_some();
+            fences.insert(w.run.id.as_str().to_owned(), RunFence { lease, has_parent });
+            let head = RecordHead {
+                state: w.record.state,
+                version: w.record.version,
+            };
+            heads.insert(w.run.id.as_str().to_owned(), head);
             let item = SaveItem {
                 run_id: w.run.id.clone(),
                 fencing_token: w.lease.fencing_token,
@@ -218,7 +227,9 @@ impl Store {
         let (at, items): (Vec<usize>, Vec<SaveItem>) = items.into_iter().unzip();
         // Leased to this claim's holders: nobody else may take them, so no work to announce.
         let announced = tx.announces_work();
-        let saved = self.save_batch_in(tx, &items, &leases).await?;
+        let saved = self
+            .save_batch_in(tx, &items, &fences, Some(&heads))
+            .await?;
         tx.set_work(announced);
         for (i, result) in at.into_iter().zip(saved) {
             if let Ok(record) = result {

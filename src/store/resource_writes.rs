@@ -6,14 +6,13 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::batch_reads::{bind_ids, params, value_rows, Placeholders};
+use super::batch_reads::{bind_ids, params, value_rows, Placeholders, RecordHead, RunFence};
 use super::resource_hooks::lifecycle_event;
 use super::rows;
 use super::run_fence::Outcome;
 use super::tx::WriteTx;
 use super::{Store, StoreError, StoreResult};
 use crate::clock::{from_millis, to_millis};
-use crate::domain::claim::LeaseState;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::ResourceState;
 use crate::domain::resource::RunEffect;
@@ -71,14 +70,16 @@ fn as_stored(record: &ExecutionResourceRecord, now: DateTime<Utc>) -> ExecutionR
 impl Store {
     /// Writes each item under its own fence and version check, in item order; an item that
     /// fails its check gets its own error (`LeaseLost`, `Conflict`, `NotFound`) and writes
-    /// nothing. `leases` holds every item's run lease, its run already locked. An item saved
-    /// with `hand_back` hands its lease back too. The outer error is a database failure: the
-    /// transaction must be abandoned.
+    /// nothing. `fences` holds every item's run fence, its run already locked. `known`, when
+    /// given, holds the head of every item's record, already locked in this transaction. An
+    /// item saved with `hand_back` hands its lease back too. The outer error is a database
+    /// failure: the transaction must be abandoned.
     pub(super) async fn save_batch_in(
         &self,
         tx: &mut WriteTx,
         items: &[SaveItem],
-        leases: &HashMap<String, LeaseState>,
+        fences: &HashMap<String, RunFence>,
+        known: Option<&HashMap<String, RecordHead>>,
     ) -> StoreResult<Vec<StoreResult<ExecutionResourceRecord>>> {
         let ids: Vec<&str> = items.iter().map(|i| i.run_id.as_str()).collect();
         // A record that becomes released wakes its ancestors: their records are locked with
@@ -88,19 +89,27 @@ impl Store {
             .iter()
             .filter(|i| i.record.state == ResourceState::Released)
             .map(|i| i.run_id.as_str())
+            .filter(|id| fences.get(*id).is_some_and(|f| f.has_parent))
             .collect();
         let ancestors = self.ancestors_of_runs(tx.conn(), &releasing).await?;
-        let mut locked = ids.clone();
-        locked.extend(ancestors.iter().map(|(_, id)| id.as_str()));
-        locked.sort_unstable();
-        locked.dedup();
-        let current = self.load_record_heads(tx.conn(), &locked, true).await?;
+        let read;
+        let current = match known {
+            Some(heads) if ancestors.is_empty() => heads,
+            _ => {
+                let mut locked = ids.clone();
+                locked.extend(ancestors.iter().map(|(_, id)| id.as_str()));
+                locked.sort_unstable();
+                locked.dedup();
+                read = self.load_record_heads(tx.conn(), &locked, true).await?;
+                &read
+            }
+        };
         let mut verdicts = Vec::with_capacity(items.len());
         for item in items {
             let id = item.run_id.as_str();
-            verdicts.push(match (leases.get(id), current.get(id)) {
+            verdicts.push(match (fences.get(id), current.get(id)) {
                 (None, _) => Some(StoreError::NotFound("run")),
-                (Some(lease), _) if lease.check(item.fencing_token, tx.now).is_err() => {
+                (Some(fence), _) if fence.lease.check(item.fencing_token, tx.now).is_err() => {
                     Some(self.lease_lost())
                 }
                 (_, None) => Some(StoreError::NotFound("execution_resource")),
@@ -123,7 +132,7 @@ impl Store {
         let mut results = Vec::with_capacity(items.len());
         for (item, rejected) in items.iter().zip(verdicts) {
             let id = item.run_id.as_str();
-            let (Some(_), Some(cur), None) = (leases.get(id), current.get(id), &rejected) else {
+            let (Some(_), Some(cur), None) = (fences.get(id), current.get(id), &rejected) else {
                 results.push(Err(rejected.unwrap_or(StoreError::NotFound("run"))));
                 continue;
             };
