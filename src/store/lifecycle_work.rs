@@ -193,7 +193,7 @@ impl Store {
     ) -> StoreResult<()> {
         let mut items = Vec::new();
         let mut fences = HashMap::new();
-        // The claim read these records and its deferral locked them: their heads are known.
+        // The claim read these records locked: their heads are known.
         let mut heads = HashMap::new();
         for (i, w) in work.iter().enumerate() {
             let Some(mut record) = intent(w, tx.now) else {
@@ -261,10 +261,11 @@ impl Store {
                 expires_at,
             )
             .await?;
-        // The records are read before what they depend on: a hook committing in between
-        // bumps a record's version, so a plan made from stale jobs or children cannot be saved.
+        // The records are read, and locked, before what they depend on: a hook committing
+        // later bumps a record's version, so a plan made from stale jobs or children cannot be
+        // saved.
         let ids: Vec<&str> = leased.iter().map(|l| l.run_id.as_str()).collect();
-        let mut records = self.load_resources(tx.conn(), &ids, false).await?;
+        let mut records = self.load_resources(tx.conn(), &ids, true).await?;
         let mut due = Vec::with_capacity(leased.len());
         for l in &leased {
             match records.remove(&l.run_id) {
