@@ -306,6 +306,7 @@ impl Store {
 
     /// A claimed record is deferred to its lease's expiry, so that claims never scan past
     /// records that are due but leased: whoever holds the lease writes the real `due_at`.
+    /// The claim read the records locked, so this update takes no lock of its own.
     pub(super) async fn defer_resources(
         &self,
         tx: &mut WriteTx,
@@ -315,13 +316,9 @@ impl Store {
         if ids.is_empty() {
             return Ok(());
         }
-        // Locked in the order every writer of several records uses (see `load_resources`).
         let sql = format!(
-            "UPDATE execution_resources SET due_at = $1 WHERE run_id IN (\
-               SELECT run_id FROM execution_resources WHERE run_id IN ({}) \
-               ORDER BY run_id DESC{})",
-            params(2, ids.len()),
-            self.lock_row()
+            "UPDATE execution_resources SET due_at = $1 WHERE run_id IN ({})",
+            params(2, ids.len())
         );
         bind_ids(sqlx::query(&sql).bind(to_millis(until)), ids)
             .execute(tx.conn())
