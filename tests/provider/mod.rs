@@ -8,6 +8,7 @@ mod conformance_inventory;
 mod crash;
 mod faults;
 mod grants;
+mod hostile;
 mod inventory;
 mod isolation;
 mod lifecycle;

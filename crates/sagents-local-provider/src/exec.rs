@@ -43,7 +43,38 @@ pub struct ExecPlan<'a> {
     pub limits: Limits,
 }
 
+/// The largest number of variables a request's `env` may set, and the longest value.
+pub const MAX_ENV_VARS: usize = 256;
+pub const MAX_ENV_VALUE_BYTES: usize = 32 * 1024;
+
+/// Checks a request's `env`: names are `[A-Za-z_][A-Za-z0-9_]*` and not the dynamic loader's
+/// (`LD_*`), values hold no NUL. The variables reach only the command, never a host process.
+pub fn check_env(env: Option<&BTreeMap<String, String>>) -> Result<(), ExecError> {
+    let Some(env) = env else { return Ok(()) };
+    if env.len() > MAX_ENV_VARS {
+        return Err(ExecError::TooManyEnv);
+    }
+    for (k, v) in env {
+        let mut chars = k.chars();
+        let well_formed = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !well_formed || k.len() > 256 {
+            return Err(ExecError::BadEnvName(k.chars().take(80).collect()));
+        }
+        if k.starts_with("LD_") {
+            return Err(ExecError::LoaderEnv(k.clone()));
+        }
+        if v.contains('\0') || v.len() > MAX_ENV_VALUE_BYTES {
+            return Err(ExecError::BadEnvValue(k.clone()));
+        }
+    }
+    Ok(())
+}
+
 fn command(plan: &ExecPlan<'_>, program: &str, args: &[String]) -> tokio::process::Command {
+    let caller_env = plan.env.into_iter().flatten();
     match &plan.place {
         Place::Isolated {
             sandboxer,
@@ -54,12 +85,13 @@ fn command(plan: &ExecPlan<'_>, program: &str, args: &[String]) -> tokio::proces
                 true => WORKSPACE.to_owned(),
                 false => Path::new(WORKSPACE).join(cwd).display().to_string(),
             };
-            let mut cmd = sandboxer.command(leader, &inside, plan.argv);
-            cmd.env_clear()
-                .env("PATH", SAFE_PATH)
-                .env("HOME", WORKSPACE)
-                .env("PWD", inside);
-            cmd
+            let mut vars = vec![
+                ("PATH".to_owned(), SAFE_PATH.to_owned()),
+                ("HOME".to_owned(), WORKSPACE.to_owned()),
+                ("PWD".to_owned(), inside.clone()),
+            ];
+            vars.extend(caller_env.map(|(k, v)| (k.clone(), v.clone())));
+            sandboxer.command(leader, &inside, &vars, plan.argv)
         }
         Place::Host {
             cwd,
@@ -73,6 +105,7 @@ fn command(plan: &ExecPlan<'_>, program: &str, args: &[String]) -> tokio::proces
                 .env("PATH", SAFE_PATH)
                 .env("HOME", home)
                 .env("PWD", cwd)
+                .envs(caller_env)
                 .process_group(*process_group);
             cmd
         }
@@ -83,8 +116,16 @@ fn command(plan: &ExecPlan<'_>, program: &str, args: &[String]) -> tokio::proces
 pub enum ExecError {
     #[error("argv must name a program")]
     EmptyArgv,
-    #[error("env name `{0}` is not allowed")]
+    #[error("env name `{0}` is not allowed: names are letters, digits and `_`, not starting with a digit")]
     BadEnvName(String),
+    #[error("env `{0}` is refused: the dynamic loader's variables (`LD_*`) cannot be set")]
+    LoaderEnv(String),
+    #[error("env `{0}`: a value holds a NUL byte or is longer than {MAX_ENV_VALUE_BYTES} bytes")]
+    BadEnvValue(String),
+    #[error("env sets more than {MAX_ENV_VARS} variables")]
+    TooManyEnv,
+    #[error("argv[0] must not contain `=` (it would be read as a variable)")]
+    ProgramWithEquals,
     #[error("stdin is larger than {MAX_STDIN_BYTES} bytes")]
     StdinTooLarge,
     #[error("the command could not be started: {0}")]
@@ -127,6 +168,10 @@ pub async fn run(plan: ExecPlan<'_>) -> Result<ExecResponse, ExecError> {
     if plan.stdin.is_some_and(|s| s.len() > MAX_STDIN_BYTES) {
         return Err(ExecError::StdinTooLarge);
     }
+    check_env(plan.env)?;
+    if matches!(plan.place, Place::Isolated { .. }) && program.contains('=') {
+        return Err(ExecError::ProgramWithEquals);
+    }
     let mut cmd = command(&plan, program, args);
     cmd.stdin(if plan.stdin.is_some() {
         Stdio::piped()
@@ -136,18 +181,20 @@ pub async fn run(plan: ExecPlan<'_>) -> Result<ExecResponse, ExecError> {
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .kill_on_drop(true);
-    for (k, v) in plan.env.into_iter().flatten() {
-        if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
-            return Err(ExecError::BadEnvName(k.chars().take(80).collect()));
-        }
-        cmd.env(k, v);
-    }
     let limits = plan.limits;
+    let filter = match &plan.place {
+        Place::Isolated { sandboxer, .. } => Some(sandboxer.filter().clone()),
+        Place::Host { .. } => None,
+    };
     // SAFETY: the closure only calls setrlimit(2) and prctl(2), which are async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
             no_new_privs()?;
-            limits.apply()
+            limits.apply()?;
+            match &filter {
+                Some(f) => f.install(),
+                None => Ok(()),
+            }
         });
     }
     let mut child = cmd.spawn().map_err(ExecError::Spawn)?;

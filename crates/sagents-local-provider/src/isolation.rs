@@ -3,17 +3,22 @@
 //! with the sandbox's files at [`WORKSPACE`], read-only system folders, a private `/tmp` and
 //! the `/proc` of its own PID namespace. Commands join those namespaces with `nsenter`, so
 //! they see what the leader sees and nothing of the provider. Root inside maps to an
-//! unprivileged id outside when the provider runs as root.
+//! unprivileged id outside when the provider runs as root. The host side of a command sees no
+//! caller input but its argv: helpers run by absolute path with a fixed environment, and the
+//! caller's variables are set inside by `env -i`. Inside, a command holds no capability, runs
+//! under [`Filter`] (seccomp), and cannot create a user namespace (`--disable-userns`).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sagents_text_enum::text_enum;
 
 use super::process::{self, start_time, Leader, SAFE_PATH, SANDBOX_TAG};
+use super::seccomp::Filter;
 use sagents_plugin_api::spec::NetworkMode;
 
 /// Where a sandbox sees its own files; its working directory and `HOME`.
@@ -40,6 +45,52 @@ pub struct Unavailable(String);
 pub struct Sandboxer {
     /// The host uid and gid sandboxes run as, when the provider can choose (runs as root).
     user: Option<(u32, u32)>,
+    helpers: Arc<Helpers>,
+    filter: Filter,
+}
+
+/// The host programs the provider starts, by absolute path: a caller's input never chooses
+/// which file the host runs.
+#[derive(Debug)]
+struct Helpers {
+    bwrap: PathBuf,
+    nsenter: PathBuf,
+    setpriv: PathBuf,
+    env: PathBuf,
+}
+
+/// Finds `name` in the fixed system folders; with `root` it must be owned by root and not
+/// writable by anyone else, since the provider runs it with its own privileges.
+fn system_program(name: &str, root: bool) -> Result<PathBuf, Unavailable> {
+    use std::os::unix::fs::MetadataExt;
+    for dir in SAFE_PATH.split(':') {
+        let path = Path::new(dir).join(name);
+        let Ok(meta) = path.metadata() else { continue };
+        if !meta.is_file() || meta.mode() & 0o111 == 0 {
+            continue;
+        }
+        if root && (meta.uid() != 0 || meta.mode() & 0o022 != 0) {
+            return Err(Unavailable(format!(
+                "{} must be owned by root and writable by root alone",
+                path.display()
+            )));
+        }
+        return Ok(path);
+    }
+    Err(Unavailable(format!(
+        "`{name}` was not found in {SAFE_PATH}"
+    )))
+}
+
+impl Helpers {
+    fn find(root: bool) -> Result<Self, Unavailable> {
+        Ok(Helpers {
+            bwrap: system_program("bwrap", root)?,
+            nsenter: system_program("nsenter", root)?,
+            setpriv: system_program("setpriv", root)?,
+            env: system_program("env", root)?,
+        })
+    }
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -99,6 +150,8 @@ impl Sandboxer {
         let uid = uid.unwrap_or(DEFAULT_SANDBOX_UID);
         let sb = Sandboxer {
             user: root.then_some((uid, uid)),
+            helpers: Arc::new(Helpers::find(root)?),
+            filter: Filter::new(),
         };
         let probe = under.join(format!("probe-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir(&probe).map_err(|e| Unavailable(e.to_string()))?;
@@ -140,13 +193,16 @@ impl Sandboxer {
     }
 
     fn bwrap(&self, dir: &Path, network: NetworkMode) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new("bwrap");
+        let mut cmd = tokio::process::Command::new(&self.helpers.bwrap);
         cmd.args([
             "--unshare-user",
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-cgroup-try",
+            "--disable-userns",
+            "--cap-drop",
+            "ALL",
             "--uid",
             "0",
             "--gid",
@@ -247,15 +303,40 @@ impl Sandboxer {
         })
     }
 
-    /// `argv` run inside the leader's namespaces, in `cwd` (a path inside the sandbox). The
+    /// The seccomp filter every command gets.
+    pub fn filter(&self) -> &Filter {
+        &self.filter
+    }
+
+    /// `argv` run inside the leader's namespaces, in `cwd` (a path inside the sandbox), with
+    /// exactly `vars` as its environment. The host side (`nsenter`) gets a fixed environment;
+    /// `vars` are set by an `env -i` that runs inside, with every capability dropped. The
     /// command dies with the `nsenter` that started it.
-    pub fn command(&self, leader: &Leader, cwd: &str, argv: &[String]) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new("nsenter");
-        cmd.arg("-t")
+    pub fn command(
+        &self,
+        leader: &Leader,
+        cwd: &str,
+        vars: &[(String, String)],
+        argv: &[String],
+    ) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(&self.helpers.nsenter);
+        cmd.env_clear()
+            .env("PATH", SAFE_PATH)
+            .arg("-t")
             .arg(leader.pid.to_string())
             .args(["-U", "-m", "-p", "-n", "-i", "-u", "-C", "-r", "--"])
-            .args(["setpriv", "--pdeathsig", "KILL", "--"])
-            .args(["env", "-C", cwd, "--"])
+            .arg(&self.helpers.setpriv)
+            .args([
+                "--pdeathsig",
+                "KILL",
+                "--inh-caps=-all",
+                "--ambient-caps=-all",
+                "--bounding-set=-all",
+                "--",
+            ])
+            .arg(&self.helpers.env)
+            .args(["-i", "-C", cwd, "--"])
+            .args(vars.iter().map(|(k, v)| format!("{k}={v}")))
             .args(argv);
         cmd
     }

@@ -33,6 +33,7 @@ pub mod process;
 mod release;
 mod restore;
 mod routes;
+pub mod seccomp;
 mod state;
 
 use std::net::SocketAddr;
