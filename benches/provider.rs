@@ -1,8 +1,11 @@
 //! Snapshot and restore through the local provider's HTTP API against the command-line floor
 //! (`tar -cf - . | zstd -3` and `zstd -d | tar -xf -`, zstd's default single compression
-//! thread, same level), plus the provider's memory per idle sandbox.
+//! thread, same level), the latency of a provision and of an exec (`true`), plus the
+//! provider's memory per idle sandbox.
 //!
-//! `cargo bench --bench provider` (set `PROVIDER_BENCH_RUNS` to change the 7 runs).
+//! `cargo bench --bench provider` (set `PROVIDER_BENCH_RUNS` to change the 7 runs;
+//! `PROVIDER_BENCH_BIN=PATH` measures another build of the provider's binary instead of the one
+//! built beside the bench, so two builds can be compared in turn).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -12,7 +15,8 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use sagents::providers::client::{CallOptions, ProviderClient};
 use sagents::providers::wire::{
-    ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest, SandboxHandle,
+    ExecRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest,
+    SandboxHandle,
 };
 use sagents::providers::wire_spec::{
     LifecyclePolicy, ReleaseDisposition, ResolvedSandboxSpec, Resources, WorkspaceMode,
@@ -20,6 +24,9 @@ use sagents::providers::wire_spec::{
 };
 
 const FILES: usize = 1000;
+const TOKEN: &str = "provider-bench-token-0123456789abcdef";
+/// Execs timed per run, in one sandbox.
+const EXECS: usize = 30;
 const TOTAL_BYTES: usize = 10 * 1024 * 1024;
 
 fn make_tree(dir: &Path) {
@@ -69,6 +76,9 @@ fn ms(d: Duration) -> f64 {
 
 /// The reference provider's binary, built beside this bench (`cargo build --release --bins`).
 fn provider_binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("PROVIDER_BENCH_BIN") {
+        return PathBuf::from(bin);
+    }
     let exe = std::env::current_exe().expect("the bench's own path");
     let profile_dir = exe
         .parent()
@@ -93,6 +103,7 @@ impl Provider {
         let mut child = Command::new(provider_binary())
             .args(["serve", "--listen", "127.0.0.1:0", "--root"])
             .arg(root)
+            .env("SAGENTS_PROVIDER_TOKEN", TOKEN)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -183,9 +194,10 @@ fn main() {
         .unwrap();
     let root = work.path().join("provider");
     let provider = Provider::start(&root);
-    let client = ProviderClient::new(&provider.base_url, None).unwrap();
+    let client = ProviderClient::new(&provider.base_url, Some(TOKEN)).unwrap();
     let (mut floor_pack, mut floor_unpack) = (Vec::new(), Vec::new());
     let (mut snap, mut restore) = (Vec::new(), Vec::new());
+    let (mut provisions, mut execs) = (Vec::new(), Vec::new());
     let mut ckp_size = 0;
     // Each run measures the floor and the provider back to back, so both see the same load;
     // pending writes are flushed (untimed) before each measurement.
@@ -198,7 +210,26 @@ fn main() {
             );
             floor_pack.push(ms(t.elapsed()));
 
+            let t = Instant::now();
             let h = provision(&client, &format!("bench-{i}")).await;
+            provisions.push(ms(t.elapsed()));
+            let grant = h.grant.clone().expect("a ready sandbox's grant").token;
+            let exec = ExecRequest {
+                argv: vec!["true".into()],
+                cwd: None,
+                env: None,
+                stdin: None,
+                timeout_seconds: 10,
+            };
+            for _ in 0..EXECS {
+                let t = Instant::now();
+                let out = client
+                    .exec(&h.r#ref.sandbox_id, &grant, &exec, &CallOptions::default())
+                    .await
+                    .unwrap();
+                execs.push(ms(t.elapsed()));
+                assert_eq!(out.exit_code, Some(0));
+            }
             let dir = root.join("sandboxes").join(&h.r#ref.sandbox_id);
             sh(
                 &format!("cp -a {}/. {}", tree.display(), dir.display()),
@@ -252,7 +283,7 @@ fn main() {
     // Memory: one fresh provider, RSS with 0 and with 100 idle sandboxes.
     let idle_root = work.path().join("idle");
     let provider = Provider::start(&idle_root);
-    let client = ProviderClient::new(&provider.base_url, None).unwrap();
+    let client = ProviderClient::new(&provider.base_url, Some(TOKEN)).unwrap();
     let (rss0, rss100) = rt.block_on(async {
         let warm = provision(&client, "warm").await;
         client
@@ -278,6 +309,7 @@ fn main() {
         median(snap),
         median(restore),
     );
+    let (pv, ex) = (median(provisions), median(execs));
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -292,6 +324,12 @@ fn main() {
     .unwrap();
     writeln!(out, "snapshot_and_terminate (HTTP): {sp:8.1} ms   floor tar|zstd -3: {fp:8.1} ms   ratio {:.2}x", sp / fp).unwrap();
     writeln!(out, "restore (HTTP):                {ru:8.1} ms   floor zstd -d|tar -x: {fu:5.1} ms   ratio {:.2}x", ru / fu).unwrap();
+    writeln!(
+        out,
+        "provision (HTTP): {pv:8.1} ms   exec `true` (HTTP, {} execs): {ex:6.2} ms",
+        runs * EXECS
+    )
+    .unwrap();
     writeln!(out, "provider RSS: {rss0} KiB with 0 sandboxes, {rss100} KiB with 100 idle; {:.1} KiB per idle sandbox", (rss100 as f64 - rss0 as f64) / 100.0).unwrap();
 }
 
