@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::config::SealError;
+use crate::config::{SealError, WeakSecret};
 use crate::domain::validate;
 use crate::http::state::{AppState, Shared};
 use crate::lifecycle::attention::AttentionPolicy;
@@ -34,6 +34,8 @@ pub enum AppError {
     SecretKey(#[from] SealError),
     #[error(transparent)]
     GrantKey(#[from] GrantKeyError),
+    #[error(transparent)]
+    WeakSecret(#[from] WeakSecret),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -64,6 +66,7 @@ impl Application {
     /// Connects and migrates the database, settles the grant signing key and binds the listener
     /// (port 0 picks a free port). Serving starts with [`Application::run_until_stopped`].
     pub async fn build(config: Config, clock: Arc<dyn Clock>) -> Result<Self, AppError> {
+        config.check_secrets()?;
         let hub = ChangeHub::new();
         hub.cache.set_body_budget(config.snapshot_cache_bytes());
         let metrics = Arc::new(Metrics::default());

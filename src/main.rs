@@ -183,6 +183,7 @@ async fn open_migrated(config: &Config) -> anyhow::Result<Store> {
 
 async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    config.check_secrets()?;
     let sealer = config.sealer()?;
     let store = Store::connect(
         &config.database_url,

@@ -9,8 +9,10 @@ use crate::domain::token::Role;
 
 mod sealing;
 mod secret;
+mod strength;
 pub use sealing::{generate_key, SealError, Sealer};
 pub use secret::{DatabaseUrl, Secret};
+pub use strength::{WeakSecret, MIN_SECRET_BYTES};
 
 /// Beyond the longest long-poll, the time a request has to read its body and answer.
 pub const REQUEST_MARGIN: Duration = Duration::from_secs(15);
