@@ -126,12 +126,24 @@ async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
         Command::Secrets(SecretsCommand::Reseal) => {
             let store = open_migrated(&cli.config).await?;
             let resealed = store.reseal_provider_tokens().await;
+            let signing_key = match resealed {
+                Ok(_) => Some(
+                    store
+                        .reseal_secret_setting(grants::SIGNING_KEY_SETTING)
+                        .await,
+                ),
+                Err(_) => None,
+            };
             store.close().await;
             let key = cli.config.sealer()?.current_key_id().map(str::to_owned);
             let under = key.map_or("stored as given (no key)".to_owned(), |k| {
                 format!("sealed under key {k}")
             });
             println!("{} provider tokens rewritten; all are {under}", resealed?);
+            if let Some(rewritten) = signing_key.transpose()? {
+                let n = u8::from(rewritten);
+                println!("{n} stored grant signing keys rewritten; any is {under}");
+            }
         }
         Command::Provider(ProviderCommand::Check { url, token_file }) => {
             let token = match token_file {

@@ -1,5 +1,6 @@
 //! The key that signs grants: the configured shared secret or Ed25519 key, else the Ed25519
-//! key stored in the database (generated there on first use, the same for every replica).
+//! key stored in the database (generated there on first use, the same for every replica,
+//! sealed under `SAGENTS_SECRET_KEY` when one is set).
 
 use std::path::PathBuf;
 
@@ -70,7 +71,10 @@ pub async fn signer(config: &Config, store: &Store) -> Result<GrantSigner, Grant
         return Ok(signer);
     }
     let fresh = generate().private_key_text().unwrap_or_default();
-    let stored = store.setting_or_init(SIGNING_KEY_SETTING, &fresh).await?;
+    // Sealed like provider tokens when a secret key is configured.
+    let stored = store
+        .secret_setting_or_init(SIGNING_KEY_SETTING, &fresh)
+        .await?;
     Ok(GrantSigner::from_private_key_text(&stored)?)
 }
 

@@ -45,7 +45,7 @@ impl Store {
         self.inner.sealer.set(sealer).is_ok()
     }
 
-    fn sealer(&self) -> &Sealer {
+    pub(super) fn sealer(&self) -> &Sealer {
         static NONE: Sealer = Sealer::none();
         self.inner.sealer.get().unwrap_or(&NONE)
     }
