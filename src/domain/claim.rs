@@ -36,6 +36,8 @@ pub struct ExpectedHashes {
 pub struct ClaimSandbox {
     pub r#ref: SandboxRef,
     pub generation: i64,
+    /// Lets the runtime exec in the sandbox until the lease ends. Empty in an
+    /// `Idempotency-Key` replay (no grant is stored): heartbeat the lease for a fresh one.
     pub grant: String,
     /// The provider's generation of the compute, which the grant names (internal).
     #[serde(skip)]

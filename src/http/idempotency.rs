@@ -35,6 +35,15 @@ pub struct ReplayWith {
 }
 
 impl ReplayWith {
+    /// `value` as JSON with `status`: the answer stripped of what a replay must not repeat.
+    pub fn json(status: StatusCode, value: &impl serde::Serialize) -> Self {
+        Self {
+            status,
+            content_type: "application/json",
+            body: serde_json::to_vec(value).unwrap_or_default().into(),
+        }
+    }
+
     pub fn problem(error: &ApiError) -> Self {
         Self {
             status: error.status,

@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -13,6 +15,7 @@ use utoipa_axum::routes;
 use super::auth::Runtime;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, PathIds};
+use super::idempotency::{ReplayWith, IDEMPOTENCY_KEY};
 use crate::domain::claim::ClaimResponse;
 use crate::domain::commands::{ClaimRequest, Heartbeat};
 use crate::domain::LeaseId;
@@ -39,8 +42,9 @@ pub fn router() -> OpenApiRouter<AppState> {
 async fn claim_runs(
     State(state): State<AppState>,
     auth: Runtime,
+    headers: HeaderMap,
     ApiJson(cmd): ApiJson<ClaimRequest>,
-) -> Result<Json<ClaimResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     let claims = claim(
         &state.store,
         &state.shutdown,
@@ -55,7 +59,21 @@ async fn claim_runs(
         },
     )
     .await?;
-    Ok(Json(ClaimResponse { claims }))
+    // A stored answer keeps no grant: a replay's runtime heartbeats the lease for a fresh one.
+    let stored = headers.contains_key(IDEMPOTENCY_KEY).then(|| {
+        let mut stored = ClaimResponse {
+            claims: claims.clone(),
+        };
+        for sandbox in stored.claims.iter_mut().filter_map(|c| c.sandbox.as_mut()) {
+            sandbox.grant.clear();
+        }
+        ReplayWith::json(StatusCode::OK, &stored)
+    });
+    let mut res = Json(ClaimResponse { claims }).into_response();
+    if let Some(stored) = stored {
+        res.extensions_mut().insert(stored);
+    }
+    Ok(res)
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -63,7 +81,8 @@ pub struct HeartbeatResponse {
     /// The lease now expires at this time.
     pub expires_at: DateTime<Utc>,
     /// A fresh grant for the run's sandbox, expiring with the extended lease; use it in place
-    /// of the claim's. Null when the run has no ready sandbox (none, or it is being released).
+    /// of the claim's. Null when the run has no ready sandbox (none, or it is being released),
+    /// and in an `Idempotency-Key` replay (no grant is stored): heartbeat again for one.
     pub grant: Option<String>,
 }
 
@@ -85,7 +104,7 @@ async fn heartbeat(
     auth: Runtime,
     ids: PathIds,
     ApiJson(cmd): ApiJson<Heartbeat>,
-) -> Result<Json<HeartbeatResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     let lease_id: LeaseId = ids.get("lease_id")?;
     let renewed = claims::heartbeat(
         &state.store,
@@ -96,8 +115,16 @@ async fn heartbeat(
         state.config.lease_ttl(),
     )
     .await?;
-    Ok(Json(HeartbeatResponse {
+    let stored = HeartbeatResponse {
+        expires_at: renewed.expires_at,
+        grant: None,
+    };
+    let mut res = Json(HeartbeatResponse {
         expires_at: renewed.expires_at,
         grant: renewed.grant,
-    }))
+    })
+    .into_response();
+    res.extensions_mut()
+        .insert(ReplayWith::json(StatusCode::OK, &stored));
+    Ok(res)
 }
