@@ -10,6 +10,7 @@ pub mod run;
 pub mod sandbox;
 pub mod session;
 pub mod snapshot;
+pub mod tenant;
 pub mod token;
 pub mod validate;
 

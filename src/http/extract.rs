@@ -232,6 +232,15 @@ impl PathIds {
             .ok_or_else(|| ApiError::internal_route(name))?;
         Ok(raw.parse::<T>()?)
     }
+
+    /// A parameter that is not an id, as given (checked by its user).
+    pub fn text(&self, name: &str) -> Result<&str, ApiError> {
+        self.0
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+            .ok_or_else(|| ApiError::internal_route(name))
+    }
 }
 
 impl ApiError {

@@ -4,6 +4,7 @@
 pub mod admin_attention;
 pub mod admin_lifecycle;
 pub mod admin_providers;
+pub mod admin_tenants;
 pub mod admin_tokens;
 pub mod auth;
 pub mod commands;
@@ -57,6 +58,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(admin_lifecycle::router())
         .merge(admin_attention::router())
         .merge(admin_providers::router())
+        .merge(admin_tenants::router())
         .merge(health::router())
         .merge(metrics::router())
 }

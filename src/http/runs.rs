@@ -12,6 +12,7 @@ use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, PathIds};
 use crate::domain::commands::{CompleteRun, ConfirmResumed, CreateRun, FailRun, SuspendRun};
 use crate::domain::run::{Run, RunReadBack};
+use crate::domain::tenant::NetworkNotAllowed;
 use crate::domain::{RunId, SessionId};
 use crate::http::state::AppState;
 use crate::service::runs::{self, CreateRunError};
@@ -37,7 +38,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses(
         (status = 201, description = "The run, `queued`", body = Run),
         (status = 404, description = "`session.not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `request.invalid`: e.g. a `parent_run_id` of another session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `sandbox.network_not_allowed`: `resources.network: host` while the tenant's policy does not allow host networking; `request.invalid`: e.g. a `parent_run_id` of another session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["runtime"]))
 )]
@@ -57,6 +58,15 @@ async fn create_run(
                 message.clone(),
             )
             .with_field(field, message),
+            CreateRunError::NetworkNotAllowed(e) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "sandbox.network_not_allowed",
+                e.to_string(),
+            )
+            .with_field(
+                NetworkNotAllowed::FIELD,
+                "`host` needs the tenant's allowance (`allow_host_network`)",
+            ),
             CreateRunError::Store(e) => e.into(),
         })?;
     Ok((StatusCode::CREATED, Json(run)))

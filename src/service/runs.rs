@@ -1,9 +1,11 @@
 //! Creating a run: its sandbox spec may ask only for what its provider advertises, so a
-//! missing disposition is refused at creation instead of costing a snapshot at the first pause.
+//! missing disposition is refused at creation instead of costing a snapshot at the first pause,
+//! and for the host's network only where an operator allowed its tenant that.
 
 use crate::domain::commands::CreateRun;
 use crate::domain::run::Run;
 use crate::domain::sandbox::ReleaseDisposition;
+use crate::domain::tenant::{self, NetworkNotAllowed, TenantPolicy};
 use crate::domain::SessionId;
 use crate::providers::wire::Capabilities;
 use crate::store::{Store, StoreError};
@@ -16,6 +18,9 @@ pub enum CreateRunError {
         field: &'static str,
         message: String,
     },
+    /// `sandbox.network_not_allowed`: `network: host` without the tenant's allowance.
+    #[error(transparent)]
+    NetworkNotAllowed(#[from] NetworkNotAllowed),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -27,6 +32,13 @@ pub async fn create_run(
     cmd: &CreateRun,
 ) -> Result<Run, CreateRunError> {
     if let Some(spec) = &cmd.sandbox_spec {
+        if tenant::needs_network_allowance(spec) {
+            let stored = store.tenant_policy(tenant).await?;
+            let policy = TenantPolicy {
+                allow_host_network: stored.allow_host_network,
+            };
+            tenant::check_network(tenant, spec, &policy)?;
+        }
         // An unregistered provider is the store's to refuse, with the field it names.
         if let Some(provider) = store.get_provider(&spec.provider_id).await? {
             let offered = offered_dispositions(&provider.capabilities);

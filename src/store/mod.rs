@@ -36,6 +36,7 @@ mod sessions;
 mod settings;
 mod snapshot_read;
 mod suspend_batch;
+mod tenant_policies;
 mod tokens;
 mod transition_batch;
 mod tx;
