@@ -22,6 +22,7 @@ use crate::notify::{run_pg_listener, ChangeHub};
 use crate::scheduler::{PoolConfig, WorkerPool};
 use crate::service::grants::GrantKeyError;
 use crate::service::shutdown::{self, ShutdownTrigger};
+use crate::service::stream_limits::StreamRegistry;
 use crate::service::token_cache::TokenCache;
 use crate::store::{Backend, Store, StoreError};
 use crate::telemetry::request_line::RequestLog;
@@ -98,6 +99,7 @@ impl Application {
             source,
         })?;
         let (trigger, shutdown) = shutdown::channel();
+        let max_streams = usize::try_from(config.sse_max_streams_per_token).unwrap_or(usize::MAX);
         let state = AppState::new(Shared {
             providers: Arc::new(ProviderClients::new(store.clone())),
             store,
@@ -107,6 +109,7 @@ impl Application {
             clock,
             shutdown,
             tokens: Arc::new(TokenCache::default()),
+            streams: StreamRegistry::new(max_streams),
             grants: Arc::new(grants),
         });
         Ok(Self {

@@ -198,6 +198,11 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub sse_heartbeat_seconds: u64,
 
+    /// Event streams one token may hold open at once on one replica; past it, `429`.
+    #[arg(long, env = "SAGENTS_SSE_MAX_STREAMS_PER_TOKEN", default_value_t = 16, global = true,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub sse_max_streams_per_token: u32,
+
     /// A connection that sends no complete request head for this long is closed (a slow
     /// client, or a keep-alive left idle): keep a load balancer's idle timeout below it.
     #[arg(long, env = "SAGENTS_HTTP_IDLE_TIMEOUT_SECONDS", default_value_t = 75, global = true,
@@ -307,6 +312,7 @@ impl Config {
             long_poll_max_seconds: 60,
             snapshot_cache_mb: 32,
             sse_heartbeat_seconds: 15,
+            sse_max_streams_per_token: 16,
             body_limit_bytes: 1_048_576,
             http_idle_timeout_seconds: 75,
             max_connections: 20_000,
@@ -426,6 +432,10 @@ mod tests {
         assert_eq!(cli.config.long_poll_max_seconds, d.long_poll_max_seconds);
         assert_eq!(cli.config.body_limit_bytes, d.body_limit_bytes);
         assert_eq!(cli.config.sse_heartbeat_seconds, d.sse_heartbeat_seconds);
+        assert_eq!(
+            cli.config.sse_max_streams_per_token,
+            d.sse_max_streams_per_token
+        );
         assert_eq!(cli.config.release_attempt_budget, d.release_attempt_budget);
         assert_eq!(
             cli.config.attention_retry_seconds,

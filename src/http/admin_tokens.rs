@@ -146,5 +146,6 @@ async fn revoke_token(
     let token_id: TokenId = ids.get("token_id")?;
     let info = state.store.revoke_token(&token_id).await?;
     state.tokens.evict(&token_id);
+    state.streams.revoked(&token_id);
     Ok(Json(info))
 }

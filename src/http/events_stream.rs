@@ -3,10 +3,11 @@
 use std::convert::Infallible;
 
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use serde::Deserialize;
+use tokio::time::{Interval, MissedTickBehavior};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -14,12 +15,39 @@ use utoipa_axum::routes;
 use super::auth::Frontend;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiQuery, PathIds};
+use crate::domain::token::Principal;
 use crate::domain::SessionId;
 use crate::http::state::AppState;
 use crate::service::event_stream::EventFeed;
+use crate::service::stream_limits::{StreamSlot, TOKEN_RECHECK};
 use crate::store::SessionEvent;
 
 const LAST_EVENT_ID: &str = "last-event-id";
+
+/// What ends a stream besides the feed: its token revoked or expired.
+struct TokenWatch {
+    state: AppState,
+    principal: Principal,
+    check: Interval,
+    _slot: StreamSlot,
+}
+
+impl TokenWatch {
+    /// Resolves once the token may no longer stream.
+    async fn ended(&mut self) {
+        loop {
+            self.check.tick().await;
+            if !self
+                .state
+                .streams
+                .still_live(&self.state.store, &self.principal)
+                .await
+            {
+                return;
+            }
+        }
+    }
+}
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(stream_events))
@@ -77,7 +105,8 @@ fn to_sse(event: &SessionEvent) -> Event {
         StreamQuery,
     ),
     responses(
-        (status = 200, content_type = "text/event-stream", body = String, description = "The session's events in sequence order: those stored after the start, then each one as it commits (on any replica). Each has `id:` = its sequence, `event:` = its type and `data:` = the event as JSON (as in `GET /v1/sessions/{session_id}/events`). A comment line is sent when the stream has been idle for the heartbeat interval (`SAGENTS_SSE_HEARTBEAT_SECONDS`); the stream ends when the server shuts down"),
+        (status = 200, content_type = "text/event-stream", body = String, description = "The session's events in sequence order: those stored after the start, then each one as it commits (on any replica). Each has `id:` = its sequence, `event:` = its type and `data:` = the event as JSON (as in `GET /v1/sessions/{session_id}/events`). A comment line is sent when the stream has been idle for the heartbeat interval (`SAGENTS_SSE_HEARTBEAT_SECONDS`); the stream ends when the server shuts down, and within 5 s of its token's revocation (on any replica) or expiry"),
+        (status = 429, description = "`stream.too_many`: the token already holds `SAGENTS_SSE_MAX_STREAMS_PER_TOKEN` open streams on this replica", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`session.not_found`: no such session for this tenant", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`request.invalid`: `after` or `Last-Event-ID` negative or not an integer", body = Problem, content_type = "application/problem+json"),
     ),
@@ -92,6 +121,19 @@ async fn stream_events(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let session_id: SessionId = ids.get("session_id")?;
     let after = start_after(&headers, &query)?;
+    let slot = state
+        .streams
+        .try_open(&auth.principal.token_id)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "stream.too_many",
+                format!(
+                    "this token already holds {} open event streams (SAGENTS_SSE_MAX_STREAMS_PER_TOKEN); close one first",
+                    state.config.sse_max_streams_per_token
+                ),
+            )
+        })?;
     let feed = EventFeed::open(
         &state.store,
         &state.shutdown,
@@ -100,9 +142,21 @@ async fn stream_events(
         after,
     )
     .await?;
-    let events = futures::stream::unfold(feed, |mut feed| async move {
-        let event = feed.next().await?;
-        Some((Ok(to_sse(&event)), feed))
+    let mut check = tokio::time::interval(TOKEN_RECHECK);
+    check.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let watch = TokenWatch {
+        state: state.clone(),
+        principal: auth.principal,
+        check,
+        _slot: slot,
+    };
+    let events = futures::stream::unfold((feed, watch), |(mut feed, mut watch)| async move {
+        // Both are cancel-safe: a token check that wins loses no event.
+        let event = tokio::select! {
+            event = feed.next() => event?,
+            () = watch.ended() => return None,
+        };
+        Some((Ok(to_sse(&event)), (feed, watch)))
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(state.config.sse_heartbeat())))
 }

@@ -9,6 +9,7 @@ use crate::metrics::Metrics;
 use crate::notify::ChangeHub;
 use crate::providers::grant::GrantSigner;
 use crate::service::shutdown::Shutdown;
+use crate::service::stream_limits::StreamRegistry;
 use crate::service::token_cache::TokenCache;
 use crate::store::Store;
 
@@ -39,6 +40,8 @@ pub struct Shared {
     pub clock: Arc<dyn Clock>,
     pub shutdown: Shutdown,
     pub tokens: Arc<TokenCache>,
+    /// The event streams each token holds open here.
+    pub streams: Arc<StreamRegistry>,
     /// Signs sandbox grants; the same on every replica.
     pub grants: Arc<GrantSigner>,
     /// Clients of the registered sandbox providers, shared by claims and the coordinator.

@@ -8,5 +8,6 @@ pub mod providers;
 pub mod runs;
 pub mod shutdown;
 pub mod snapshot;
+pub mod stream_limits;
 pub mod token_cache;
 pub mod tokens;

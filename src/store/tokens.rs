@@ -85,6 +85,19 @@ impl Store {
         }))
     }
 
+    /// Whether the token is neither revoked nor expired (false for an unknown one).
+    pub async fn token_is_live(&self, id: &TokenId) -> StoreResult<bool> {
+        let row = sqlx::query(
+            "SELECT id FROM tokens WHERE id = $1 AND revoked_at IS NULL \
+             AND (expires_at IS NULL OR expires_at > $2)",
+        )
+        .bind(id.as_str())
+        .bind(to_millis(self.now()))
+        .fetch_optional(&self.inner.read)
+        .await?;
+        Ok(row.is_some())
+    }
+
     pub async fn list_tokens(&self) -> StoreResult<Vec<TokenInfo>> {
         let sql = format!("SELECT {TOKEN_COLS} FROM tokens ORDER BY created_at, id");
         sqlx::query(&sql)
