@@ -7,6 +7,7 @@ mod cycle;
 mod edges;
 mod events_stream;
 mod fencing;
+mod hostile_doors;
 mod hot_path;
 mod idempotency;
 mod inbox;
