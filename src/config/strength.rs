@@ -14,7 +14,7 @@ const KNOWN_EXAMPLES: &[&str] = &["yFYFKlRlMEA/N3Cm/pACvNBG+tGWAHJATtSuGbs6mnI="
 pub enum WeakSecret {
     #[error("{var} holds a value published in an example file; set your own (`sagents secrets generate-key` makes one)")]
     Example { var: &'static str },
-    #[error("{var} is a placeholder (`change-me…`); set a real secret")]
+    #[error("{var} holds a placeholder (`change-me…`); set a real secret")]
     Placeholder { var: &'static str },
     #[error("{var} is {len} bytes long; a secret must be at least {MIN_SECRET_BYTES} bytes")]
     TooShort { var: &'static str, len: usize },
@@ -79,7 +79,8 @@ fn given(secret: &Option<Secret>) -> Option<&str> {
 }
 
 impl Config {
-    /// Refuses a configured secret that is too short, a placeholder or an example's.
+    /// Refuses a configured secret (the database password among them) that is too short, a
+    /// placeholder or an example's.
     pub fn check_secrets(&self) -> Result<(), WeakSecret> {
         if let Some(keys) = given(&self.secret_key) {
             check_keys("SAGENTS_SECRET_KEY", keys)?;
@@ -91,6 +92,12 @@ impl Config {
         }
         if let Some(secret) = given(&self.grant_secret) {
             check_shared("SAGENTS_GRANT_SECRET", secret)?;
+        }
+        let url = url::Url::parse(&self.database_url).ok();
+        if url.is_some_and(|u| u.password().is_some_and(is_placeholder)) {
+            return Err(WeakSecret::Placeholder {
+                var: "SAGENTS_DATABASE_URL",
+            });
         }
         if given(&self.grant_signing_key).is_some_and(is_placeholder) {
             return Err(WeakSecret::Placeholder {
@@ -181,5 +188,20 @@ mod tests {
         assert_eq!(c.check_secrets(), Ok(()));
         c.grant_signing_key = Some("change-me".parse().unwrap());
         assert!(c.check_secrets().is_err());
+    }
+
+    #[test]
+    fn a_database_password_may_not_be_a_placeholder() {
+        let mut c = Config::with_database("postgres://sagents:change-me-postgres-password@db/s");
+        assert_eq!(
+            c.check_secrets(),
+            Err(WeakSecret::Placeholder {
+                var: "SAGENTS_DATABASE_URL"
+            })
+        );
+        c.database_url = "postgres://sagents:Zq81kT0p@db/s".into();
+        assert_eq!(c.check_secrets(), Ok(()));
+        c.database_url = "sqlite://data/sagents.db".into();
+        assert_eq!(c.check_secrets(), Ok(()));
     }
 }

@@ -348,6 +348,15 @@ fn no_example_value_passes_the_start_checks() {
     config.secret_key = None;
     config.grant_secret = Some(example_value("SAGENTS_GRANT_SECRET").parse().unwrap());
     assert!(config.check_secrets().is_err());
+    config.grant_secret = None;
+    let password = example_value("POSTGRES_PASSWORD");
+    config.database_url = format!("postgres://sagents:{password}@postgres:5432/sagents").into();
+    assert!(matches!(
+        config.check_secrets(),
+        Err(WeakSecret::Placeholder {
+            var: "SAGENTS_DATABASE_URL"
+        })
+    ));
 }
 
 async fn claim_with_key(app: &TestApp, key: &str) -> Response {
