@@ -148,6 +148,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/tenants/{tenant}/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["get_tenant_policy"];
+        put: operations["put_tenant_policy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/tokens": {
         parameters: {
             query?: never;
@@ -574,6 +590,10 @@ export interface components {
             ref: components["schemas"]["SandboxRef"];
             /** Format: int64 */
             generation: number;
+            /**
+             * @description Lets the runtime exec in the sandbox until the lease ends. Empty in an
+             *     `Idempotency-Key` replay (no grant is stored): heartbeat the lease for a fresh one.
+             */
             grant: string;
         };
         CompleteRun: {
@@ -724,7 +744,8 @@ export interface components {
             expires_at: string;
             /**
              * @description A fresh grant for the run's sandbox, expiring with the extended lease; use it in place
-             *     of the claim's. Null when the run has no ready sandbox (none, or it is being released).
+             *     of the claim's. Null when the run has no ready sandbox (none, or it is being released),
+             *     and in an `Idempotency-Key` replay (no grant is stored): heartbeat again for one.
              */
             grant?: string | null;
         };
@@ -1149,6 +1170,24 @@ export interface components {
         SuspensionId: string;
         /** @enum {string} */
         SuspensionReason: "approval_required" | "permission_required" | "input_required" | "manual_pause" | "external_event" | "resource_wait" | "policy_hold";
+        /** @description A tenant's allowances; a tenant the operator never set one for has none. */
+        TenantPolicy: {
+            /**
+             * @description Its runs may ask for `network: host`: the host's network, with every service listening
+             *     on the host's loopback (the database among them). Default: false.
+             */
+            allow_host_network?: boolean;
+        };
+        /** @description A tenant's policy as stored. */
+        TenantPolicyInfo: {
+            tenant: string;
+            allow_host_network: boolean;
+            /**
+             * Format: date-time
+             * @description When an operator last set it; null when it was never set (the defaults).
+             */
+            updated_at?: string | null;
+        };
         /** @example tok_0192f0c1a2b37c4d8e9f0a1b2c3d4e5f */
         TokenId: string;
         /** @description A token as listed to operators: never the secret. */
@@ -1805,6 +1844,163 @@ export interface operations {
                 };
             };
             /** @description `request.invalid`: `after` or `limit` out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service.unavailable`: the database is unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_tenant_policy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A tenant id, as its tokens carry it */
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant's policy; the defaults (nothing allowed, `updated_at` null) when none was set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantPolicyInfo"];
+                };
+            };
+            /** @description `auth.unauthorized`: missing, unknown or revoked token */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `auth.forbidden`: the token's role may not call this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request.invalid` on `tenant`: a malformed tenant id */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service.unavailable`: the database is unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    put_tenant_policy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A tenant id, as its tokens carry it */
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TenantPolicy"];
+            };
+        };
+        responses: {
+            /** @description The tenant's policy, replaced as a whole; it holds for runs created from now on */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantPolicyInfo"];
+                };
+            };
+            /** @description `request.malformed_json`: the body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `auth.unauthorized`: missing, unknown or revoked token */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `auth.forbidden`: the token's role may not call this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request.too_large`: the body exceeds the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request.unsupported_media_type`: the body must be `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request.invalid` on `tenant`: a malformed tenant id; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3439,7 +3635,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The session's events in sequence order: those stored after the start, then each one as it commits (on any replica). Each has `id:` = its sequence, `event:` = its type and `data:` = the event as JSON (as in `GET /v1/sessions/{session_id}/events`). A comment line is sent when the stream has been idle for the heartbeat interval (`SAGENTS_SSE_HEARTBEAT_SECONDS`); the stream ends when the server shuts down */
+            /** @description The session's events in sequence order: those stored after the start, then each one as it commits (on any replica). Each has `id:` = its sequence, `event:` = its type and `data:` = the event as JSON (as in `GET /v1/sessions/{session_id}/events`). A comment line is sent when the stream has been idle for the heartbeat interval (`SAGENTS_SSE_HEARTBEAT_SECONDS`); the stream ends when the server shuts down, and within 5 s of its token's revocation (on any replica) or expiry */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3486,6 +3682,15 @@ export interface operations {
             };
             /** @description `request.invalid`: `after` or `Last-Event-ID` negative or not an integer */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `stream.too_many`: the token already holds `SAGENTS_SSE_MAX_STREAMS_PER_TOKEN` open streams on this replica */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3716,7 +3921,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `request.invalid`: e.g. a `parent_run_id` of another session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
+            /** @description `sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `sandbox.network_not_allowed`: `resources.network: host` while the tenant's policy does not allow host networking; `request.invalid`: e.g. a `parent_run_id` of another session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
             422: {
                 headers: {
                     [name: string]: unknown;

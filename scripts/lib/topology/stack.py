@@ -1,8 +1,10 @@
 """The compose topology on loopback: PostgreSQL, two replicas, the reference provider and
 Debian's nginx with docker/nginx.conf, configured from docker/.env (or docker/.env.example)."""
 
+import base64
 import os
 import re
+import secrets
 import socket
 import subprocess
 import time
@@ -37,6 +39,19 @@ def read_env(path):
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
         values[key] = os.environ.get(key, value)
+    return values
+
+
+def throwaway_secrets(values):
+    """The example file's `change-me…` placeholders, which the service refuses, replaced by
+    fresh secrets for this run alone."""
+    for key, value in values.items():
+        if not value.startswith("change-me"):
+            continue
+        if key == "SAGENTS_SECRET_KEY":
+            values[key] = base64.b64encode(secrets.token_bytes(32)).decode()
+        else:
+            values[key] = secrets.token_urlsafe(32)
     return values
 
 
@@ -112,6 +127,8 @@ class Stack:
         self.bin_dir = bin_dir
         self.env_path = env_file()
         self.cfg = read_env(self.env_path)
+        if self.env_path.name == ".env.example":
+            self.cfg = throwaway_secrets(self.cfg)
         need = ("POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB", "SAGENTS_GRANT_SECRET",
                 "SAGENTS_PROVIDER_TOKEN", "SAGENTS_SECRET_KEY")
         missing = [k for k in need if not self.cfg.get(k)]
