@@ -1,10 +1,16 @@
 //! Snapshots as archives: tar + zstd, in process, with a SHA-256 digest of the stored file.
 
+mod extract;
+mod walk;
+
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::os::fd::AsFd;
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
+
+use super::paths::OpenDir;
 
 /// zstd level shared with the command-line floor the benchmark compares against.
 pub const ZSTD_LEVEL: i32 = 3;
@@ -52,21 +58,21 @@ impl<R: Read> Read for HashingReader<R> {
 /// The bytes the files under `dir` take (allocated blocks), without following symlinks.
 pub fn disk_usage(dir: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = dir.symlink_metadata() else {
+    let Ok(root) = OpenDir::open(dir) else {
         return 0;
     };
-    let own = meta.blocks().saturating_mul(512);
-    if !meta.is_dir() {
-        return own;
-    }
-    let children = std::fs::read_dir(dir)
-        .map(|rd| rd.flatten().map(|e| disk_usage(&e.path())).sum::<u64>())
-        .unwrap_or(0);
-    own.saturating_add(children)
+    let children = walk::usage(root.fd.as_fd()).unwrap_or(0);
+    File::from(root.fd)
+        .metadata()
+        .map(|m| m.blocks().saturating_mul(512))
+        .unwrap_or(0)
+        .saturating_add(children)
 }
 
 /// Archives the contents of `dir` into `out` (written to a temporary name, synced, then
-/// renamed into place). Symlinks are stored as links, never followed.
+/// renamed into place). The tree is walked by descriptor: symlinks are stored as links and
+/// never followed, even when one replaces a file or folder during the walk; devices, fifos
+/// and sockets are left out.
 pub fn pack(dir: &Path, out: &Path) -> io::Result<ArchiveInfo> {
     let tmp = out.with_extension("partial");
     let result = pack_to(dir, &tmp).and_then(|info| {
@@ -89,9 +95,8 @@ fn pack_to(dir: &Path, tmp: &Path) -> io::Result<ArchiveInfo> {
     let mut encoder = zstd::stream::Encoder::new(hashing, ZSTD_LEVEL)?;
     encoder.include_checksum(false)?;
     let mut builder = tar::Builder::new(encoder);
-    builder.follow_symlinks(false);
-    builder.mode(tar::HeaderMode::Complete);
-    builder.append_dir_all(".", dir)?;
+    let root = OpenDir::open(dir)?;
+    walk::pack_tree(&mut builder, root.fd.as_fd(), Path::new(""))?;
     let encoder = builder.into_inner()?;
     let mut hashing = encoder.finish()?;
     hashing.flush()?;
@@ -110,6 +115,8 @@ pub enum UnpackError {
     Io(#[from] io::Error),
     #[error("the checkpoint archive does not match its digest")]
     DigestMismatch,
+    #[error("the checkpoint holds an entry that cannot be restored safely: {0}")]
+    Unsafe(String),
 }
 
 /// Chunks from the decompressing thread, read as one stream by the unpacking thread.
@@ -168,7 +175,9 @@ fn decompress_into(
 }
 
 /// Unpacks `archive` into `dir` (which must exist), checking the archive against `digest`.
-/// Decompression and file writing run on two threads, like `zstd -d | tar -x`.
+/// Decompression and file writing run on two threads, like `zstd -d | tar -x`. Every entry
+/// is written by descriptor beneath `dir`; one that would leave it is refused (see
+/// [`extract`]).
 pub fn unpack(archive: &Path, dir: &Path, digest: Option<&str>) -> Result<(), UnpackError> {
     let (tx, rx) = std::sync::mpsc::sync_channel(16);
     let source = archive.to_path_buf();
@@ -184,11 +193,9 @@ pub fn unpack(archive: &Path, dir: &Path, digest: Option<&str>) -> Result<(), Un
         chunk: Vec::new(),
         pos: 0,
     });
-    tar.set_preserve_permissions(true);
-    tar.set_preserve_mtime(true);
-    tar.set_unpack_xattrs(false);
-    tar.set_overwrite(true);
-    let unpacked = tar.unpack(dir);
+    let unpacked = OpenDir::open(dir)
+        .map_err(UnpackError::from)
+        .and_then(|root| extract::extract(&mut tar, root.fd.as_fd()));
     // Dropping the reader lets a still-sending decompressor stop.
     drop(tar);
     let got = decompressor
@@ -246,5 +253,73 @@ mod tests {
             unpack(&out, dst.path(), Some(&wrong)),
             Err(UnpackError::DigestMismatch)
         ));
+    }
+
+    /// An archive with entries as given, names written raw (no checks by the builder).
+    fn crafted(entries: &[(&str, tar::EntryType, &str)]) -> tempfile::TempDir {
+        let store = tempfile::tempdir().unwrap();
+        let mut b = tar::Builder::new(Vec::new());
+        for (name, kind, body) in entries {
+            let mut h = tar::Header::new_old();
+            h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+            h.set_entry_type(*kind);
+            h.set_mode(0o644);
+            let data = match kind.is_symlink() || kind.is_hard_link() {
+                true => {
+                    h.as_old_mut().linkname[..body.len()].copy_from_slice(body.as_bytes());
+                    &b""[..]
+                }
+                false => body.as_bytes(),
+            };
+            h.set_size(data.len() as u64);
+            h.set_cksum();
+            b.append(&h, data).unwrap();
+        }
+        let tar = b.into_inner().unwrap();
+        let zst = zstd::encode_all(&tar[..], 3).unwrap();
+        std::fs::write(store.path().join("c.tar.zst"), zst).unwrap();
+        store
+    }
+
+    #[test]
+    fn entries_that_would_leave_the_target_are_refused() {
+        use tar::EntryType as E;
+        let outside = tempfile::tempdir().unwrap();
+        let o = outside.path().display().to_string();
+        let abs = format!("{o}/abs");
+        let through = o.clone();
+        let climb = format!("../../../../../../..{abs}");
+        let cases: Vec<Vec<(&str, E, &str)>> = vec![
+            vec![(&abs, E::Regular, "x")],
+            vec![(&climb, E::Regular, "x")],
+            vec![("a/../../esc", E::Regular, "x")],
+            vec![
+                ("link", E::Symlink, &through),
+                ("link/through", E::Regular, "x"),
+            ],
+            vec![("link", E::Symlink, &through), ("link", E::Directory, "")],
+            vec![("link", E::Symlink, &through), ("link", E::Regular, "x")],
+            vec![("hl", E::Link, "/etc/passwd")],
+            vec![("f", E::Regular, "x"), ("hl", E::Link, "f")],
+            vec![("null", E::Char, "")],
+            vec![("disk", E::Block, "")],
+            vec![("pipe", E::Fifo, "")],
+            vec![("f", E::Regular, "x"), ("f", E::Regular, "y")],
+        ];
+        for entries in cases {
+            let store = crafted(&entries);
+            let dst = tempfile::tempdir().unwrap();
+            let got = unpack(&store.path().join("c.tar.zst"), dst.path(), None);
+            assert!(
+                matches!(got, Err(UnpackError::Unsafe(_))),
+                "{entries:?}: {got:?}"
+            );
+            assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+        }
+        assert!(!dst_parent_has("esc"));
+    }
+
+    fn dst_parent_has(name: &str) -> bool {
+        std::env::temp_dir().join(name).exists()
     }
 }

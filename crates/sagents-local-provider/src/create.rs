@@ -12,7 +12,7 @@ use chrono::Utc;
 use super::engine::{check_key, check_name, check_spec, internal, Engine, PROVIDER_ID};
 use super::error::ApiError;
 use super::faults::FaultPoint;
-use super::paths;
+use super::paths::{self, OpenDir};
 use super::process::{self, Leader};
 use super::state::{fingerprint, CreateIntent, Layout, SandboxRecord, StoredRequest};
 use sagents_plugin_api::spec::WorkspaceMode;
@@ -148,10 +148,12 @@ impl Engine {
         made
     }
 
+    /// Whether a live sandbox's folder is `dir`, lies inside it, or holds it.
     async fn workspace_in_use(&self, dir: &Path) -> bool {
         for slot in self.slots() {
             let rec = slot.lock().await;
-            if rec.dir == dir && rec.state.holds_compute() && rec.state != SandboxState::Lost {
+            let overlaps = rec.dir.starts_with(dir) || dir.starts_with(&rec.dir);
+            if overlaps && rec.state.holds_compute() && rec.state != SandboxState::Lost {
                 return true;
             }
         }
@@ -194,11 +196,12 @@ impl Engine {
             Begin::Replay(h) => return Ok((*h, false)),
             Begin::Create(id) => id,
         };
-        let mut _workspace = None;
+        let mut _workspaces = None;
+        let mut opened = None;
         let dir = match (&req.spec.workspace_mode, &req.spec.host_workspace) {
             (WorkspaceMode::ActiveWorkspace, Some(host)) => {
                 let tenant_root = self.tenant_workspaces(&req.tenant_id)?;
-                let dir = paths::resolve_workspace(&tenant_root, host).map_err(|e| {
+                let ws = paths::resolve_workspace(&tenant_root, host).map_err(|e| {
                     ApiError::invalid(
                         "sandbox.workspace_outside_root",
                         format!(
@@ -207,17 +210,16 @@ impl Engine {
                         ),
                     )
                 })?;
-                _workspace = Some(
-                    self.locks
-                        .lock(&format!("workspace:{}", dir.display()))
-                        .await,
-                );
-                if self.workspace_in_use(&dir).await {
+                // One lock for all: overlapping workspaces have different names.
+                _workspaces = Some(self.locks.lock("workspaces").await);
+                if self.workspace_in_use(&ws.path).await {
                     return Err(ApiError::conflict(
                         "sandbox.workspace_in_use",
-                        "another live sandbox has this workspace mounted",
+                        "another live sandbox has this workspace, a folder inside it or a folder holding it mounted",
                     ));
                 }
+                let dir = ws.path.clone();
+                opened = Some(ws);
                 dir
             }
             _ => self.layout.sandbox_dirs().join(&id),
@@ -232,7 +234,7 @@ impl Engine {
             undone: false,
         };
         self.record_intent(&intent)?;
-        let made = self.provision_steps(req, &intent).await;
+        let made = self.provision_steps(req, &intent, opened).await;
         self.settle(&intent, made)
     }
 
@@ -240,14 +242,19 @@ impl Engine {
         &self,
         req: &ProvisionRequest,
         intent: &CreateIntent,
+        workspace: Option<OpenDir>,
     ) -> Result<(SandboxHandle, bool), ApiError> {
         let dir = intent.dir.clone();
-        if intent.workspace_mode == WorkspaceMode::Isolated {
-            std::fs::create_dir_all(&dir).map_err(|e| internal("creating the sandbox", e))?;
-        }
+        let opened = match workspace {
+            Some(ws) => ws,
+            None => {
+                std::fs::create_dir_all(&dir).map_err(|e| internal("creating the sandbox", e))?;
+                OpenDir::open(&dir).map_err(|e| internal("opening the sandbox", e))?
+            }
+        };
         self.crash_after(FaultPoint::CreateFiles)?;
         let leader = self
-            .spawn_leader(&dir, &intent.sandbox_id, req.spec.resources.network())
+            .spawn_leader(opened, &intent.sandbox_id, req.spec.resources.network())
             .await?;
         self.crash_after(FaultPoint::CreateLeader)?;
         let now = Utc::now();

@@ -222,18 +222,14 @@ impl Engine {
     /// Starting one blocks (bwrap's setup is waited for), so it runs off the async workers.
     pub(super) async fn spawn_leader(
         &self,
-        dir: &std::path::Path,
+        dir: paths::OpenDir,
         sandbox_id: &str,
         network: NetworkMode,
     ) -> Result<Leader, ApiError> {
-        let (dir, id, sandboxer) = (
-            dir.to_owned(),
-            sandbox_id.to_owned(),
-            self.cfg.sandboxer.clone(),
-        );
+        let (id, sandboxer) = (sandbox_id.to_owned(), self.cfg.sandboxer.clone());
         tokio::task::spawn_blocking(move || match sandboxer {
             Some(sb) => sb.spawn_leader(&dir, &id, network),
-            None => process::spawn_leader(&dir, &id),
+            None => process::spawn_leader(&dir.path, &id),
         })
         .await
         .map_err(|e| internal("starting the sandbox", std::io::Error::other(e)))?

@@ -9,7 +9,7 @@
 //! under [`Filter`] (seccomp), and cannot create a user namespace (`--disable-userns`).
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use sagents_text_enum::text_enum;
 
+use super::paths::{self, OpenDir};
 use super::process::{self, start_time, Leader, SAFE_PATH, SANDBOX_TAG};
 use super::seccomp::Filter;
 use sagents_plugin_api::spec::NetworkMode;
@@ -132,14 +133,58 @@ fn read_info(fd: &OwnedFd, limit: Duration) -> io::Result<serde_json::Value> {
     }
 }
 
-fn chown_tree(dir: &Path, uid: u32, gid: u32) -> io::Result<()> {
-    std::os::unix::fs::lchown(dir, Some(uid), Some(gid))?;
-    if dir.symlink_metadata()?.is_dir() {
-        for e in std::fs::read_dir(dir)? {
-            chown_tree(&e?.path(), uid, gid)?;
+fn check(rc: libc::c_int) -> io::Result<()> {
+    match rc {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Hands everything below the open folder `dir` to `uid`/`gid`, by descriptor: each entry is
+/// opened `O_PATH | O_NOFOLLOW` relative to its folder and changed through that descriptor,
+/// so no symlink is followed and no path is resolved again. A file with other hard links is
+/// left alone: its other names may lie outside.
+fn chown_tree(dir: BorrowedFd<'_>, uid: u32, gid: u32) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: fchown(2) on an open descriptor.
+    check(unsafe { libc::fchown(dir.as_raw_fd(), uid, gid) })?;
+    for name in paths::read_names(dir)? {
+        let node = match paths::open_at(dir, &name, libc::O_PATH) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            other => std::fs::File::from(other?),
+        };
+        let meta = node.metadata()?;
+        if meta.is_dir() {
+            match paths::open_dir_at(dir, &name) {
+                Ok(sub) if same_file(&sub, &meta) => chown_tree(sub.as_fd(), uid, gid)?,
+                _ => continue,
+            }
+        } else if meta.nlink() <= 1 {
+            // SAFETY: an empty path with AT_EMPTY_PATH changes the `O_PATH` descriptor's file.
+            check(unsafe {
+                libc::fchownat(
+                    node.as_raw_fd(),
+                    c"".as_ptr(),
+                    uid,
+                    gid,
+                    libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+                )
+            })?;
         }
     }
     Ok(())
+}
+
+fn same_file(fd: &OwnedFd, meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(now) = fd
+        .try_clone()
+        .map(std::fs::File::from)
+        .and_then(|f| f.metadata())
+    else {
+        return false;
+    };
+    (now.dev(), now.ino()) == (meta.dev(), meta.ino())
 }
 
 impl Sandboxer {
@@ -155,9 +200,11 @@ impl Sandboxer {
         };
         let probe = under.join(format!("probe-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir(&probe).map_err(|e| Unavailable(e.to_string()))?;
-        sb.prepare(&probe).map_err(|e| Unavailable(e.to_string()))?;
+        let opened = OpenDir::open(&probe).map_err(|e| Unavailable(e.to_string()))?;
+        sb.prepare(opened.fd.as_fd(), sb.user)
+            .map_err(|e| Unavailable(e.to_string()))?;
         let out = sb
-            .bwrap(&probe, NetworkMode::None)
+            .bwrap(opened.fd.as_fd(), NetworkMode::None)
             .args(["--", "true"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -175,24 +222,21 @@ impl Sandboxer {
         }
     }
 
-    /// Hands a sandbox's folder to the id its processes run as: the folder's owner if that is
-    /// not root, else the provider's sandbox user (the files are chowned to it).
-    pub fn prepare(&self, dir: &Path) -> io::Result<(u32, u32)> {
-        use std::os::unix::fs::MetadataExt;
-        let meta = dir.metadata()?;
-        match self.user {
-            Some(_) if meta.uid() != 0 => Ok((meta.uid(), meta.gid())),
-            Some((uid, gid)) => {
-                chown_tree(dir, uid, gid)?;
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-                Ok((uid, gid))
-            }
-            None => Ok((meta.uid(), meta.gid())),
-        }
+    /// Hands a sandbox's open folder to the ids its processes run as, `user` (the provider's
+    /// sandbox user; `None` when the provider cannot choose, and then nothing changes). The
+    /// folder's owner is never adopted.
+    pub fn prepare(&self, dir: BorrowedFd<'_>, user: Option<(u32, u32)>) -> io::Result<()> {
+        let Some((uid, gid)) = user else {
+            return Ok(());
+        };
+        chown_tree(dir, uid, gid)?;
+        // SAFETY: fchmod(2) on an open descriptor.
+        check(unsafe { libc::fchmod(dir.as_raw_fd(), 0o700) })
     }
 
-    fn bwrap(&self, dir: &Path, network: NetworkMode) -> tokio::process::Command {
+    /// bwrap over the open folder `dir`, bound at [`WORKSPACE`] by its descriptor (bwrap checks
+    /// that what it mounted is that folder); the host-side monitor works in it too.
+    fn bwrap(&self, dir: BorrowedFd<'_>, network: NetworkMode) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(&self.helpers.bwrap);
         cmd.args([
             "--unshare-user",
@@ -224,10 +268,17 @@ impl Sandboxer {
                 Err(_) => {}
             }
         }
+        let dir_fd = dir.as_raw_fd();
         cmd.args([
-            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+            "--bind-fd",
         ])
-        .arg(dir)
+        .arg(dir_fd.to_string())
         .args([
             WORKSPACE, "--chdir", WORKSPACE, "--setenv", "HOME", WORKSPACE,
         ])
@@ -238,6 +289,14 @@ impl Sandboxer {
         if let Some((uid, gid)) = self.user {
             cmd.uid(uid).gid(gid);
         }
+        // SAFETY: fcntl(2) and fchdir(2) are async-signal-safe; the parent keeps `dir` open
+        // until the child has started.
+        unsafe {
+            cmd.pre_exec(move || {
+                check(libc::fcntl(dir_fd, libc::F_SETFD, 0))?;
+                check(libc::fchdir(dir_fd))
+            });
+        }
         cmd
     }
 
@@ -245,21 +304,17 @@ impl Sandboxer {
     /// The leader recorded is the namespace's init, whose death ends every process in it.
     pub fn spawn_leader(
         &self,
-        dir: &Path,
+        dir: &OpenDir,
         sandbox_id: &str,
         network: NetworkMode,
     ) -> io::Result<Leader> {
-        let (uid, gid) = self.prepare(dir)?;
+        self.prepare(dir.fd.as_fd(), self.user)?;
         let (info_r, info_w) = pipe()?;
         let info_fd = info_w.as_raw_fd();
-        let mut cmd = self.bwrap(dir, network);
-        if self.user.is_some() {
-            cmd.uid(uid).gid(gid);
-        }
         // The monitor bwrap leaves outside the namespaces works in the sandbox's folder, so
         // the host sees whose it is.
-        cmd.current_dir(dir)
-            .args(["--setenv", SANDBOX_TAG, sandbox_id, "--info-fd"])
+        let mut cmd = self.bwrap(dir.fd.as_fd(), network);
+        cmd.args(["--setenv", SANDBOX_TAG, sandbox_id, "--info-fd"])
             .arg(info_fd.to_string())
             .args(["--", "sleep", "infinity"])
             .stdout(Stdio::null())

@@ -1,6 +1,11 @@
 //! Path rules: an exec `cwd` stays inside its sandbox, an active workspace inside the
-//! workspace root. Both are checked lexically first, then after resolving symlinks.
+//! workspace root. A `cwd` is checked lexically, then after resolving symlinks; a workspace
+//! is walked by descriptor, following no symlink, and used by that descriptor from then on.
 
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,40 +60,160 @@ pub fn resolve_cwd(root: &Path, cwd: Option<&str>) -> Result<PathBuf, PathError>
     Ok(resolved)
 }
 
-/// Resolves an active workspace's `host_workspace` (relative to `workspace_root`, or an
-/// absolute path inside it), creating the folder if needed. The root itself is refused.
-pub fn resolve_workspace(workspace_root: &Path, host: &str) -> Result<PathBuf, PathError> {
+/// A folder held open: `fd` is what every later step uses, `path` only names it.
+#[derive(Debug)]
+pub struct OpenDir {
+    pub path: PathBuf,
+    pub fd: OwnedFd,
+}
+
+impl OpenDir {
+    /// Opens `path`, refusing a symlink as its last component; the folders above it must
+    /// be the provider's own.
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let c = cstring(path.as_os_str())?;
+        // SAFETY: `c` is a valid NUL-terminated path.
+        let fd = unsafe { libc::open(c.as_ptr(), DIR_FLAGS) };
+        Ok(OpenDir {
+            path: path.to_path_buf(),
+            fd: owned(fd)?,
+        })
+    }
+}
+
+const DIR_FLAGS: libc::c_int =
+    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+
+fn cstring(s: &OsStr) -> io::Result<CString> {
+    CString::new(s.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
+fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just returned by the kernel, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `openat(dir, name, flags)`, never following a symlink in `name` (one component).
+pub fn open_at(dir: BorrowedFd<'_>, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let c = cstring(name)?;
+    // SAFETY: `c` is a valid NUL-terminated name; the mode is only read with O_CREAT.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600 as libc::c_uint,
+        )
+    };
+    owned(fd)
+}
+
+/// The folder `name` inside `dir`; a symlink or anything but a folder is refused.
+pub fn open_dir_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<OwnedFd> {
+    open_at(dir, name, DIR_FLAGS)
+}
+
+/// `mkdirat(dir, name, mode)`.
+pub fn mkdir_at(dir: BorrowedFd<'_>, name: &OsStr, mode: u32) -> io::Result<()> {
+    let c = cstring(name)?;
+    // SAFETY: `c` is a valid NUL-terminated name.
+    match unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), mode as libc::mode_t) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Whether an error says a component was a symlink or not a folder.
+pub fn is_not_a_plain_dir(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR))
+}
+
+/// Walks `parts` down from `root` one component at a time, following no symlink; with
+/// `create`, missing folders are made (mode 0755).
+pub fn walk_beneath(root: BorrowedFd<'_>, parts: &[&OsStr], create: bool) -> io::Result<OwnedFd> {
+    let mut cur = open_at(root, OsStr::new("."), DIR_FLAGS)?;
+    for part in parts {
+        let next = match open_dir_at(cur.as_fd(), part) {
+            Err(e) if create && e.kind() == io::ErrorKind::NotFound => {
+                match mkdir_at(cur.as_fd(), part, 0o755) {
+                    Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+                    _ => open_dir_at(cur.as_fd(), part)?,
+                }
+            }
+            other => other?,
+        };
+        cur = next;
+    }
+    Ok(cur)
+}
+
+/// The names in the folder `dir` (without `.` and `..`).
+pub fn read_names(dir: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
+    let own = open_at(dir, OsStr::new("."), DIR_FLAGS)?;
+    // SAFETY: fdopendir takes over the descriptor, released from `own`.
+    let stream = unsafe { libc::fdopendir(own.into_raw_fd()) };
+    if stream.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    let mut names = Vec::new();
+    let result = loop {
+        // SAFETY: errno is thread-local; zeroing it tells end-of-stream from an error.
+        unsafe { *libc::__errno_location() = 0 };
+        // SAFETY: `stream` is a valid open directory stream.
+        let entry = unsafe { libc::readdir(stream) };
+        if entry.is_null() {
+            let e = io::Error::last_os_error();
+            break match e.raw_os_error() {
+                Some(0) | None => Ok(()),
+                _ => Err(e),
+            };
+        }
+        // SAFETY: readdir returned a valid entry whose name is NUL-terminated.
+        let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
+        let bytes = name.to_bytes();
+        if bytes != b"." && bytes != b".." {
+            names.push(OsString::from_vec(bytes.to_vec()));
+        }
+    };
+    // SAFETY: `stream` is open and closed once.
+    unsafe { libc::closedir(stream) };
+    result.map(|()| names)
+}
+
+/// An active workspace's `host_workspace` (relative to `workspace_root`, or an absolute
+/// path inside it), opened by descriptor: each component below the root is walked without
+/// following symlinks and missing folders are created. The root itself is refused.
+pub fn resolve_workspace(workspace_root: &Path, host: &str) -> Result<OpenDir, PathError> {
     let root = workspace_root
         .canonicalize()
         .map_err(|_| PathError::Missing(workspace_root.display().to_string()))?;
     let p = lexically_safe(host)?;
-    let candidate = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        root.join(p)
+    let rel = match p.is_absolute() {
+        true => p
+            .strip_prefix(&root)
+            .map_err(|_| PathError::Escapes(shown(host)))?,
+        false => p,
     };
-    if !candidate.exists() {
-        // Refuse before creating anything: the deepest existing ancestor must be inside.
-        let existing = candidate
-            .ancestors()
-            .find(|a| a.exists())
-            .and_then(|a| a.canonicalize().ok())
-            .ok_or_else(|| PathError::Invalid(shown(host)))?;
-        if !existing.starts_with(&root) {
-            return Err(PathError::Escapes(shown(host)));
-        }
-        std::fs::create_dir_all(&candidate).map_err(|_| PathError::Invalid(shown(host)))?;
-    }
-    let resolved = candidate
-        .canonicalize()
-        .map_err(|_| PathError::Missing(shown(host)))?;
-    if !resolved.starts_with(&root) || resolved == root {
+    let parts: Vec<&OsStr> = rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    if parts.is_empty() {
         return Err(PathError::Escapes(shown(host)));
     }
-    if !resolved.is_dir() {
-        return Err(PathError::Missing(shown(host)));
-    }
-    Ok(resolved)
+    let root_dir = OpenDir::open(&root).map_err(|_| PathError::Missing(shown(host)))?;
+    let fd = walk_beneath(root_dir.fd.as_fd(), &parts, true).map_err(|e| match e {
+        e if is_not_a_plain_dir(&e) => PathError::Escapes(shown(host)),
+        _ => PathError::Invalid(shown(host)),
+    })?;
+    let path = parts.iter().fold(root, |acc, part| acc.join(part));
+    Ok(OpenDir { path, fd })
 }
 
 #[cfg(test)]
@@ -138,13 +263,19 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         let canon = ws.path().canonicalize().unwrap();
         assert_eq!(
-            resolve_workspace(ws.path(), "proj").unwrap(),
+            resolve_workspace(ws.path(), "proj").unwrap().path,
             canon.join("proj")
         );
         let abs = canon.join("other");
         assert_eq!(
-            resolve_workspace(ws.path(), abs.to_str().unwrap()).unwrap(),
+            resolve_workspace(ws.path(), abs.to_str().unwrap())
+                .unwrap()
+                .path,
             abs
+        );
+        assert_eq!(
+            resolve_workspace(ws.path(), "./a/./b").unwrap().path,
+            canon.join("a/b")
         );
         assert!(resolve_workspace(ws.path(), "/etc").is_err());
         assert!(resolve_workspace(ws.path(), "/tmp/elsewhere-sagents").is_err());
@@ -160,5 +291,12 @@ mod tests {
         assert!(resolve_workspace(ws.path(), "hop/new").is_err());
         assert!(!outside.path().join("new").exists());
         assert!(resolve_workspace(ws.path(), canon.to_str().unwrap()).is_err());
+        // A symlink anywhere below the root is refused, even one that stays inside.
+        std::os::unix::fs::symlink(canon.join("proj"), ws.path().join("alias")).unwrap();
+        assert!(matches!(
+            resolve_workspace(ws.path(), "alias/x"),
+            Err(PathError::Escapes(_))
+        ));
+        assert!(!canon.join("proj/x").exists());
     }
 }

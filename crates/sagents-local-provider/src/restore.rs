@@ -7,6 +7,7 @@ use super::engine::{check_key, check_name, check_spec, internal, Engine, PROVIDE
 use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::inventory::valid_checkpoint_id;
+use super::paths::OpenDir;
 use super::state::{fingerprint, CreateIntent, SandboxRecord};
 use sagents_plugin_api::spec::WorkspaceMode;
 use sagents_plugin_api::wire::{
@@ -97,14 +98,18 @@ impl Engine {
             super::archive::UnpackError::DigestMismatch => {
                 ApiError::terminal("checkpoint.corrupt", e.to_string())
             }
+            super::archive::UnpackError::Unsafe(_) => {
+                ApiError::invalid("checkpoint.unsafe", e.to_string())
+            }
             super::archive::UnpackError::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
                 ApiError::terminal("checkpoint.missing", "the checkpoint's archive is gone")
             }
             other => internal("restoring the files", other),
         })?;
         self.crash_after(FaultPoint::CreateFiles)?;
+        let opened = OpenDir::open(&dir).map_err(|e| internal("opening the sandbox", e))?;
         let leader = self
-            .spawn_leader(&dir, &intent.sandbox_id, req.spec.resources.network())
+            .spawn_leader(opened, &intent.sandbox_id, req.spec.resources.network())
             .await?;
         self.crash_after(FaultPoint::CreateLeader)?;
         let now = Utc::now();
