@@ -55,13 +55,14 @@ impl<R: Read> Read for HashingReader<R> {
     }
 }
 
-/// The bytes the files under `dir` take (allocated blocks), without following symlinks.
+/// The bytes the files under `dir` take (allocated blocks), without following symlinks; all
+/// of `u64` when they cannot be counted (nested too deep), so no quota is evaded that way.
 pub fn disk_usage(dir: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
     let Ok(root) = OpenDir::open(dir) else {
         return 0;
     };
-    let children = walk::usage(root.fd.as_fd()).unwrap_or(0);
+    let children = walk::usage(root.fd.as_fd(), 0).unwrap_or(u64::MAX);
     File::from(root.fd)
         .metadata()
         .map(|m| m.blocks().saturating_mul(512))
@@ -321,5 +322,29 @@ mod tests {
 
     fn dst_parent_has(name: &str) -> bool {
         std::env::temp_dir().join(name).exists()
+    }
+
+    #[test]
+    fn endless_nesting_stops_the_walk_with_an_error() {
+        let src = tempfile::tempdir().unwrap();
+        let deep =
+            (0..=crate::paths::MAX_DEPTH + 1).fold(src.path().to_path_buf(), |p, _| p.join("d"));
+        std::fs::create_dir_all(&deep).unwrap();
+        let store = tempfile::tempdir().unwrap();
+        let err = pack(src.path(), &store.path().join("c.tar.zst")).unwrap_err();
+        assert!(err.to_string().contains("nest deeper"), "{err}");
+        assert_eq!(disk_usage(src.path()), u64::MAX);
+        let name = vec!["d"; crate::paths::MAX_DEPTH + 2].join("/");
+        let mut b = tar::Builder::new(Vec::new());
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Directory);
+        h.set_size(0);
+        b.append_data(&mut h, &name, io::empty()).unwrap();
+        let zst = zstd::encode_all(&b.into_inner().unwrap()[..], 3).unwrap();
+        let store = tempfile::tempdir().unwrap();
+        std::fs::write(store.path().join("c.tar.zst"), zst).unwrap();
+        let dst = tempfile::tempdir().unwrap();
+        let got = unpack(&store.path().join("c.tar.zst"), dst.path(), None);
+        assert!(matches!(got, Err(UnpackError::Unsafe(_))), "{got:?}");
     }
 }

@@ -144,8 +144,11 @@ fn check(rc: libc::c_int) -> io::Result<()> {
 /// opened `O_PATH | O_NOFOLLOW` relative to its folder and changed through that descriptor,
 /// so no symlink is followed and no path is resolved again. A file with other hard links is
 /// left alone: its other names may lie outside.
-fn chown_tree(dir: BorrowedFd<'_>, uid: u32, gid: u32) -> io::Result<()> {
+fn chown_tree(dir: BorrowedFd<'_>, uid: u32, gid: u32, depth: usize) -> io::Result<()> {
     use std::os::unix::fs::MetadataExt;
+    if depth > paths::MAX_DEPTH {
+        return Err(paths::too_deep());
+    }
     // SAFETY: fchown(2) on an open descriptor.
     check(unsafe { libc::fchown(dir.as_raw_fd(), uid, gid) })?;
     for name in paths::read_names(dir)? {
@@ -156,7 +159,7 @@ fn chown_tree(dir: BorrowedFd<'_>, uid: u32, gid: u32) -> io::Result<()> {
         let meta = node.metadata()?;
         if meta.is_dir() {
             match paths::open_dir_at(dir, &name) {
-                Ok(sub) if same_file(&sub, &meta) => chown_tree(sub.as_fd(), uid, gid)?,
+                Ok(sub) if same_file(&sub, &meta) => chown_tree(sub.as_fd(), uid, gid, depth + 1)?,
                 _ => continue,
             }
         } else if meta.nlink() <= 1 {
@@ -229,7 +232,7 @@ impl Sandboxer {
         let Some((uid, gid)) = user else {
             return Ok(());
         };
-        chown_tree(dir, uid, gid)?;
+        chown_tree(dir, uid, gid, 0)?;
         // SAFETY: fchmod(2) on an open descriptor.
         check(unsafe { libc::fchmod(dir.as_raw_fd(), 0o700) })
     }

@@ -81,6 +81,15 @@ impl OpenDir {
     }
 }
 
+/// How deep the provider walks a sandbox's folders (snapshot, chown, disk usage): each level
+/// holds a descriptor and a stack frame, so a tenant's endless nesting stops here.
+pub const MAX_DEPTH: usize = 200;
+
+/// The error for a tree nested deeper than [`MAX_DEPTH`].
+pub fn too_deep() -> io::Error {
+    io::Error::other(format!("folders nest deeper than {MAX_DEPTH} levels"))
+}
+
 const DIR_FLAGS: libc::c_int =
     libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
 

@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
 use super::UnpackError;
-use crate::paths::{is_not_a_plain_dir, mkdir_at, open_at, open_dir_at, walk_beneath};
+use crate::paths::{is_not_a_plain_dir, mkdir_at, open_at, open_dir_at, walk_beneath, MAX_DEPTH};
 
 fn refused(path: &Path, why: &str) -> UnpackError {
     let shown: String = path.display().to_string().chars().take(200).collect();
@@ -77,6 +77,9 @@ pub(super) fn extract<R: Read>(
             continue;
         }
         let parts = names(&path).map_err(|why| refused(&path, why))?;
+        if parts.len() > MAX_DEPTH + 1 {
+            return Err(refused(&path, "nested deeper than a snapshot goes"));
+        }
         let Some((name, parents)) = parts.split_last() else {
             match kind.is_dir() {
                 true => continue,

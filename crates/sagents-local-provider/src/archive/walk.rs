@@ -10,7 +10,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
-use crate::paths::{open_at, read_names};
+use crate::paths::{open_at, read_names, too_deep, MAX_DEPTH};
 
 /// The entry `name` of `dir` itself, never what it points to.
 fn open_node(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<File> {
@@ -61,6 +61,18 @@ pub(super) fn pack_tree<W: Write>(
     dir: BorrowedFd<'_>,
     prefix: &Path,
 ) -> io::Result<()> {
+    pack_at(b, dir, prefix, 0)
+}
+
+fn pack_at<W: Write>(
+    b: &mut tar::Builder<W>,
+    dir: BorrowedFd<'_>,
+    prefix: &Path,
+    depth: usize,
+) -> io::Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep());
+    }
     let mut names = read_names(dir)?;
     names.sort();
     for name in names {
@@ -80,7 +92,7 @@ pub(super) fn pack_tree<W: Write>(
             let sub = reopen(&node, libc::O_RDONLY | libc::O_DIRECTORY)?;
             header.set_size(0);
             b.append_data(&mut header, &rel, io::empty())?;
-            pack_tree(b, sub.as_fd(), &rel)?;
+            pack_at(b, sub.as_fd(), &rel, depth + 1)?;
         } else if kind.is_file() {
             let file = File::from(reopen(&node, libc::O_RDONLY)?);
             let size = meta.len();
@@ -94,8 +106,11 @@ pub(super) fn pack_tree<W: Write>(
 }
 
 /// The bytes the entries below `dir` take (allocated blocks), following no symlink.
-pub(super) fn usage(dir: BorrowedFd<'_>) -> io::Result<u64> {
+pub(super) fn usage(dir: BorrowedFd<'_>, depth: usize) -> io::Result<u64> {
     use std::os::unix::fs::MetadataExt;
+    if depth > MAX_DEPTH {
+        return Err(too_deep());
+    }
     let mut total = 0u64;
     for name in read_names(dir)? {
         let node = match open_node(dir, &name) {
@@ -106,7 +121,7 @@ pub(super) fn usage(dir: BorrowedFd<'_>) -> io::Result<u64> {
         total = total.saturating_add(meta.blocks().saturating_mul(512));
         if meta.is_dir() {
             let sub = reopen(&node, libc::O_RDONLY | libc::O_DIRECTORY)?;
-            total = total.saturating_add(usage(sub.as_fd())?);
+            total = total.saturating_add(usage(sub.as_fd(), depth + 1)?);
         }
     }
     Ok(total)
