@@ -278,6 +278,14 @@ async fn crafted_checkpoints_are_refused_and_write_nothing_outside() {
         assert!(left.is_empty(), "{what} wrote outside: {left:?}");
     }
     assert!(!root.join("outside-dd").exists() && !Path::new("/etc/passwd/through").exists());
+    // Bytes that are no archive at all: final, not retried.
+    let c = plant(&h, &real, b"not an archive");
+    match h.restore(&c, "garbage").await {
+        Err(ProviderCallError::Terminal { error, .. }) => {
+            assert_eq!(error.code, "checkpoint.corrupt", "{error:?}")
+        }
+        other => panic!("expected a terminal failure, got {other:?}"),
+    }
     // The genuine archive still restores.
     let c = plant(&h, &real, &original);
     let back = h.restore(&c, "good").await.unwrap();

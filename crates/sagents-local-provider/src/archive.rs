@@ -118,6 +118,8 @@ pub enum UnpackError {
     DigestMismatch,
     #[error("the checkpoint holds an entry that cannot be restored safely: {0}")]
     Unsafe(String),
+    #[error("the checkpoint archive cannot be read: {0}")]
+    Malformed(String),
 }
 
 /// Chunks from the decompressing thread, read as one stream by the unpacking thread.
@@ -199,14 +201,33 @@ pub fn unpack(archive: &Path, dir: &Path, digest: Option<&str>) -> Result<(), Un
         .and_then(|root| extract::extract(&mut tar, root.fd.as_fd()));
     // Dropping the reader lets a still-sending decompressor stop.
     drop(tar);
-    let got = decompressor
+    let decompressed = decompressor
         .join()
-        .map_err(|_| io::Error::other("the decompressing thread panicked"))??;
-    unpacked?;
+        .map_err(|_| io::Error::other("the decompressing thread panicked"))?;
+    let got = match decompressed {
+        Ok(got) => got,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(e.into()),
+        Err(e) => {
+            let mismatch = digest.is_some_and(|want| file_digest(archive).is_ok_and(|g| g != want));
+            return Err(match mismatch {
+                true => UnpackError::DigestMismatch,
+                false => UnpackError::Malformed(e.to_string()),
+            });
+        }
+    };
     match digest {
         Some(want) if want != got => Err(UnpackError::DigestMismatch),
-        _ => Ok(()),
+        _ => unpacked,
     }
+}
+
+fn file_digest(path: &Path) -> io::Result<String> {
+    let mut hashing = HashingReader {
+        inner: File::open(path)?,
+        hasher: Sha256::new(),
+    };
+    io::copy(&mut hashing, &mut io::sink())?;
+    Ok(format!("sha256:{}", hex::encode(hashing.hasher.finalize())))
 }
 
 #[cfg(test)]
@@ -346,5 +367,23 @@ mod tests {
         let dst = tempfile::tempdir().unwrap();
         let got = unpack(&store.path().join("c.tar.zst"), dst.path(), None);
         assert!(matches!(got, Err(UnpackError::Unsafe(_))), "{got:?}");
+    }
+
+    #[test]
+    fn an_unreadable_archive_is_malformed_or_mismatched_never_an_io_error() {
+        use sha2::Digest as _;
+        let store = tempfile::tempdir().unwrap();
+        let out = store.path().join("c.tar.zst");
+        let garbage_tar = zstd::encode_all(&[0x55u8; 2048][..], 3).unwrap();
+        for bytes in [b"not an archive".to_vec(), garbage_tar] {
+            std::fs::write(&out, &bytes).unwrap();
+            let right = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
+            let dst = tempfile::tempdir().unwrap();
+            let got = unpack(&out, dst.path(), Some(&right));
+            assert!(matches!(got, Err(UnpackError::Malformed(_))), "{got:?}");
+            let wrong = format!("sha256:{}", "0".repeat(64));
+            let got = unpack(&out, dst.path(), Some(&wrong));
+            assert!(matches!(got, Err(UnpackError::DigestMismatch)), "{got:?}");
+        }
     }
 }

@@ -95,7 +95,8 @@ impl Engine {
         .await
         .map_err(|e| internal("restoring the files", e))?
         .map_err(|e| match e {
-            super::archive::UnpackError::DigestMismatch => {
+            super::archive::UnpackError::DigestMismatch
+            | super::archive::UnpackError::Malformed(_) => {
                 ApiError::terminal("checkpoint.corrupt", e.to_string())
             }
             super::archive::UnpackError::Unsafe(_) => {

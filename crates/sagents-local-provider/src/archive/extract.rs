@@ -6,7 +6,7 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
@@ -59,6 +59,11 @@ fn symlink_at(target: &Path, dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()
     check(unsafe { libc::symlinkat(t.as_ptr(), dir.as_raw_fd(), n.as_ptr()) })
 }
 
+/// An error reading the archive itself, as opposed to writing the files.
+fn malformed(e: io::Error) -> UnpackError {
+    UnpackError::Malformed(e.to_string())
+}
+
 fn exists(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::AlreadyExists
 }
@@ -69,9 +74,9 @@ pub(super) fn extract<R: Read>(
     root: BorrowedFd<'_>,
 ) -> Result<(), UnpackError> {
     let mut dirs: Vec<(Vec<OsString>, u32, u64)> = Vec::new();
-    for entry in ar.entries()? {
-        let mut entry = entry?;
-        let path = entry.path()?.into_owned();
+    for entry in ar.entries().map_err(malformed)? {
+        let mut entry = entry.map_err(malformed)?;
+        let path = entry.path().map_err(malformed)?.into_owned();
         let kind = entry.header().entry_type();
         if kind.is_pax_global_extensions() {
             continue;
@@ -93,7 +98,11 @@ pub(super) fn extract<R: Read>(
             e => UnpackError::Io(e),
         })?;
         let parent = parent.as_fd();
-        let (mode, mtime) = (entry.header().mode()?, entry.header().mtime()?);
+        let header = entry.header();
+        let (mode, mtime) = (
+            header.mode().map_err(malformed)?,
+            header.mtime().map_err(malformed)?,
+        );
         if kind.is_dir() {
             match mkdir_at(parent, name, 0o700) {
                 Err(e) if exists(&e) => {
@@ -110,11 +119,19 @@ pub(super) fn extract<R: Read>(
                 Err(e) if exists(&e) => return Err(refused(&path, "a file over another entry")),
                 other => File::from(other?),
             };
-            io::copy(&mut entry, &mut file)?;
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = entry.read(&mut buf).map_err(malformed)?;
+                if n == 0 {
+                    break;
+                }
+                file.write_all(&buf[..n])?;
+            }
             finish(file.as_fd(), mode & 0o777, mtime)?;
         } else if kind.is_symlink() {
             let target = entry
-                .link_name()?
+                .link_name()
+                .map_err(malformed)?
                 .ok_or_else(|| refused(&path, "a symlink without a target"))?;
             match symlink_at(&target, parent, name) {
                 Err(e) if exists(&e) => return Err(refused(&path, "a symlink over another entry")),
