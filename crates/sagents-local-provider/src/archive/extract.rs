@@ -7,7 +7,7 @@
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
@@ -74,6 +74,7 @@ pub(super) fn extract<R: Read>(
     root: BorrowedFd<'_>,
 ) -> Result<(), UnpackError> {
     let mut dirs: Vec<(Vec<OsString>, u32, u64)> = Vec::new();
+    let mut last: Option<(Vec<OsString>, OwnedFd)> = None;
     for entry in ar.entries().map_err(malformed)? {
         let mut entry = entry.map_err(malformed)?;
         let path = entry.path().map_err(malformed)?.into_owned();
@@ -91,12 +92,22 @@ pub(super) fn extract<R: Read>(
                 false => return Err(refused(&path, "an entry without a name")),
             }
         };
-        let parent = walk_beneath(root, parents, true).map_err(|e| match e {
-            e if is_not_a_plain_dir(&e) => {
-                refused(&path, "a folder above it is a symlink or a file")
-            }
-            e => UnpackError::Io(e),
-        })?;
+        // Entries of one folder come together: its descriptor is kept for the next.
+        if last
+            .as_ref()
+            .is_none_or(|(names, _)| names.as_slice() != parents)
+        {
+            let fd = walk_beneath(root, parents, true).map_err(|e| match e {
+                e if is_not_a_plain_dir(&e) => {
+                    refused(&path, "a folder above it is a symlink or a file")
+                }
+                e => UnpackError::Io(e),
+            })?;
+            last = Some((parents.iter().map(|p| p.to_os_string()).collect(), fd));
+        }
+        let Some((_, parent)) = &last else {
+            return Err(refused(&path, "its folder could not be opened"));
+        };
         let parent = parent.as_fd();
         let header = entry.header();
         let (mode, mtime) = (
