@@ -411,3 +411,33 @@ async fn a_folder_owned_by_another_user_is_not_adopted() {
     );
     assert_eq!(std::fs::metadata(mine.join("f")).unwrap().uid(), uids[0]);
 }
+
+#[tokio::test]
+async fn an_exec_cwd_tells_nothing_of_host_paths() {
+    let h = Harness::start().await;
+    let sbx = h.provision("p1").await;
+    let grant = sbx.grant.clone().unwrap().token;
+    let state = h.root.path().canonicalize().unwrap().join("state");
+    let script = format!(
+        "ln -s {} a && ln -s /nonexistent-sagents b",
+        state.display()
+    );
+    h.sh(&sbx, &script).await.unwrap();
+    let mut answers = Vec::new();
+    for cwd in ["a", "b"] {
+        let req = ExecRequest {
+            cwd: Some(cwd.into()),
+            ..exec_req("pwd")
+        };
+        match h.exec(&sbx, &grant, req).await {
+            Err(ProviderCallError::Refused { status, error }) => {
+                answers.push((status, error.code, error.message.replacen(cwd, "_", 1)))
+            }
+            other => panic!("{cwd}: expected a refusal, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        answers[0], answers[1],
+        "an existing host folder answers differently"
+    );
+}

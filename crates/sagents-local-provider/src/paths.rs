@@ -47,17 +47,11 @@ pub fn resolve_cwd(root: &Path, cwd: Option<&str>) -> Result<PathBuf, PathError>
     if rel.is_absolute() {
         return Err(PathError::Absolute(shown(cwd)));
     }
-    let resolved = root
-        .join(rel)
-        .canonicalize()
-        .map_err(|_| PathError::Missing(shown(cwd)))?;
-    if !resolved.starts_with(&root) {
-        return Err(PathError::Escapes(shown(cwd)));
+    // One answer for "missing" and "leads out": a link to a host path tells nothing of it.
+    match root.join(rel).canonicalize() {
+        Ok(resolved) if resolved.starts_with(&root) && resolved.is_dir() => Ok(resolved),
+        _ => Err(PathError::Missing(shown(cwd))),
     }
-    if !resolved.is_dir() {
-        return Err(PathError::Missing(shown(cwd)));
-    }
-    Ok(resolved)
 }
 
 /// A folder held open: `fd` is what every later step uses, `path` only names it.
@@ -259,8 +253,18 @@ mod tests {
         ));
         assert!(matches!(
             resolve_cwd(root.path(), Some("out")),
-            Err(PathError::Escapes(_))
+            Err(PathError::Missing(_))
         ));
+        std::os::unix::fs::symlink("/nonexistent-sagents", root.path().join("gone")).unwrap();
+        assert_eq!(
+            resolve_cwd(root.path(), Some("out"))
+                .unwrap_err()
+                .to_string(),
+            resolve_cwd(root.path(), Some("gone"))
+                .unwrap_err()
+                .to_string()
+                .replace("gone", "out")
+        );
         assert!(matches!(
             resolve_cwd(root.path(), Some("nope")),
             Err(PathError::Missing(_))
