@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use sagents_text_enum::text_enum;
 
+mod stage;
+
 use super::paths::{self, OpenDir};
 use super::process::{self, start_time, Leader, SAFE_PATH, SANDBOX_TAG};
 use super::seccomp::Filter;
@@ -48,6 +50,8 @@ pub struct Sandboxer {
     user: Option<(u32, u32)>,
     helpers: Arc<Helpers>,
     filter: Filter,
+    /// Where a sandbox's folder is bound for bwrap, when the provider can mount (runs as root).
+    stage: Option<stage::Stage>,
 }
 
 /// The host programs the provider starts, by absolute path: a caller's input never chooses
@@ -196,26 +200,42 @@ impl Sandboxer {
         // SAFETY: geteuid(2) has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
         let uid = uid.unwrap_or(DEFAULT_SANDBOX_UID);
-        let sb = Sandboxer {
+        let mut sb = Sandboxer {
             user: root.then_some((uid, uid)),
             helpers: Arc::new(Helpers::find(root)?),
             filter: Filter::new(),
+            stage: match root {
+                true => Some(stage::Stage::new(under).map_err(|e| Unavailable(e.to_string()))?),
+                false => None,
+            },
         };
         let probe = under.join(format!("probe-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir(&probe).map_err(|e| Unavailable(e.to_string()))?;
         let opened = OpenDir::open(&probe).map_err(|e| Unavailable(e.to_string()))?;
         sb.prepare(opened.fd.as_fd(), sb.user)
             .map_err(|e| Unavailable(e.to_string()))?;
-        let out = sb
+        let mut out = sb.probe(&opened, under).await;
+        if let (Err(e), Some(_)) = (&out, &sb.stage) {
+            tracing::warn!(error = %e, "the sandbox folder cannot be staged by descriptor (open_tree, move_mount); bwrap binds it with --bind-fd, which fails a start whose folder was moved meanwhile");
+            sb.stage = None;
+            out = sb.probe(&opened, under).await;
+        }
+        let _ = std::fs::remove_dir(&probe);
+        out.map(|()| sb)
+    }
+
+    /// Runs `true` in a sandbox over `opened`.
+    async fn probe(&self, opened: &OpenDir, under: &Path) -> Result<(), Unavailable> {
+        let out = self
             .bwrap(opened.fd.as_fd(), NetworkMode::None)
+            .map_err(|e| Unavailable(e.to_string()))?
             .args(["--", "true"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .output()
             .await;
-        let _ = std::fs::remove_dir(&probe);
         match out {
-            Ok(o) if o.status.success() => Ok(sb),
+            Ok(o) if o.status.success() => Ok(()),
             Ok(o) => Err(Unavailable(format!(
                 "bwrap: {}; every folder above {} must be searchable by the sandbox user",
                 String::from_utf8_lossy(&o.stderr).trim(),
@@ -237,9 +257,15 @@ impl Sandboxer {
         check(unsafe { libc::fchmod(dir.as_raw_fd(), 0o700) })
     }
 
-    /// bwrap over the open folder `dir`, bound at [`WORKSPACE`] by its descriptor (bwrap checks
-    /// that what it mounted is that folder); the host-side monitor works in it too.
-    fn bwrap(&self, dir: BorrowedFd<'_>, network: NetworkMode) -> tokio::process::Command {
+    /// bwrap over the open folder `dir`, bound at [`WORKSPACE`] by its descriptor: staged
+    /// (see [`stage`]) when the provider runs as root, else with `--bind-fd`, where bwrap
+    /// resolves the descriptor's path and dies unless what it mounted is that folder. The
+    /// host-side monitor works in the folder too.
+    fn bwrap(
+        &self,
+        dir: BorrowedFd<'_>,
+        network: NetworkMode,
+    ) -> io::Result<tokio::process::Command> {
         let mut cmd = tokio::process::Command::new(&self.helpers.bwrap);
         cmd.args([
             "--unshare-user",
@@ -272,16 +298,15 @@ impl Sandboxer {
             }
         }
         let dir_fd = dir.as_raw_fd();
-        cmd.args([
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-            "--bind-fd",
-        ])
-        .arg(dir_fd.to_string())
+        let plan = match (&self.stage, self.user) {
+            (Some(st), Some((uid, gid))) => Some(st.plan(dir_fd, uid, gid)?),
+            _ => None,
+        };
+        cmd.args(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]);
+        match (&plan, &self.stage) {
+            (Some(_), Some(st)) => cmd.arg("--bind").arg(st.path()),
+            _ => cmd.arg("--bind-fd").arg(dir_fd.to_string()),
+        }
         .args([
             WORKSPACE, "--chdir", WORKSPACE, "--setenv", "HOME", WORKSPACE,
         ])
@@ -289,18 +314,21 @@ impl Sandboxer {
         .env("PATH", SAFE_PATH)
         .stdin(Stdio::null())
         .kill_on_drop(false);
-        if let Some((uid, gid)) = self.user {
+        if let (None, Some((uid, gid))) = (&plan, self.user) {
             cmd.uid(uid).gid(gid);
         }
-        // SAFETY: fcntl(2) and fchdir(2) are async-signal-safe; the parent keeps `dir` open
-        // until the child has started.
+        // SAFETY: fcntl(2), fchdir(2) and the plan's calls are async-signal-safe; the parent
+        // keeps `dir` open until the child has started. With a plan the ids change in it.
         unsafe {
             cmd.pre_exec(move || {
                 check(libc::fcntl(dir_fd, libc::F_SETFD, 0))?;
+                if let Some(plan) = &plan {
+                    plan.apply()?;
+                }
                 check(libc::fchdir(dir_fd))
             });
         }
-        cmd
+        Ok(cmd)
     }
 
     /// Starts the sandbox's leader: `sleep infinity` as the first process of its namespaces.
@@ -316,7 +344,7 @@ impl Sandboxer {
         let info_fd = info_w.as_raw_fd();
         // The monitor bwrap leaves outside the namespaces works in the sandbox's folder, so
         // the host sees whose it is.
-        let mut cmd = self.bwrap(dir.fd.as_fd(), network);
+        let mut cmd = self.bwrap(dir.fd.as_fd(), network)?;
         cmd.args(["--setenv", SANDBOX_TAG, sandbox_id, "--info-fd"])
             .arg(info_fd.to_string())
             .args(["--", "sleep", "infinity"])
