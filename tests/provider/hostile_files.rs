@@ -434,3 +434,24 @@ async fn an_exec_cwd_tells_nothing_of_host_paths() {
         "an existing host folder answers differently"
     );
 }
+
+#[tokio::test]
+async fn no_descriptor_of_a_host_folder_reaches_the_sandbox() {
+    let h = Harness::start().await;
+    for (key, s) in [
+        ("i", spec(WorkspaceMode::Isolated, None)),
+        ("a", active("fds")),
+    ] {
+        let sbx = h.provision_spec(key, s).await.unwrap();
+        // A folder descriptor held by any process in the sandbox would lead, through `..`,
+        // into the host's tree.
+        let out = h
+            .sh(
+                &sbx,
+                "for f in /proc/[0-9]*/fd/*; do [ -d \"$f\" ] && echo \"$f -> $(readlink $f)\"; done; echo done",
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.stdout, "done\n", "{key}: {out:?}");
+    }
+}

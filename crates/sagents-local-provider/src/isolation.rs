@@ -318,12 +318,13 @@ impl Sandboxer {
             cmd.uid(uid).gid(gid);
         }
         // SAFETY: fcntl(2), fchdir(2) and the plan's calls are async-signal-safe; the parent
-        // keeps `dir` open until the child has started. With a plan the ids change in it.
+        // keeps `dir` open until the child has started. With a plan the ids change in it, and
+        // the descriptor stays close-on-exec: a sandbox process holding it could climb out.
         unsafe {
             cmd.pre_exec(move || {
-                check(libc::fcntl(dir_fd, libc::F_SETFD, 0))?;
-                if let Some(plan) = &plan {
-                    plan.apply()?;
+                match &plan {
+                    Some(plan) => plan.apply()?,
+                    None => check(libc::fcntl(dir_fd, libc::F_SETFD, 0))?,
                 }
                 check(libc::fchdir(dir_fd))
             });
