@@ -42,6 +42,10 @@ pub struct ClaimSandbox {
     /// The provider's generation of the compute, which the grant names (internal).
     #[serde(skip)]
     pub grant_generation: Option<i64>,
+    /// The id the service registered the sandbox's provider under: the grant's audience
+    /// (internal).
+    #[serde(skip)]
+    pub grant_audience: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

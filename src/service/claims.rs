@@ -69,9 +69,9 @@ pub fn with_grants(mut claims: Vec<Claim>, signer: &GrantSigner) -> Vec<Claim> {
     claims
 }
 
-/// A grant for `sandbox` until `expires_at`. It names the provider's own generation of the
-/// sandbox, which is not the record's (an attach keeps it, a fresh provision starts it over);
-/// the record's is used only when none is stored.
+/// A grant for `sandbox` until `expires_at`, for the provider the sandbox is registered on. It
+/// names the provider's own generation of the sandbox, which is not the record's (an attach
+/// keeps it, a fresh provision starts it over); the record's is used only when none is stored.
 fn mint_for(
     signer: &GrantSigner,
     run_id: &str,
@@ -85,7 +85,12 @@ fn mint_for(
     };
     Some(
         signer
-            .mint(&sandbox.r#ref.sandbox_id, generation, expires_at)
+            .mint(
+                &sandbox.grant_audience,
+                &sandbox.r#ref.sandbox_id,
+                generation,
+                expires_at,
+            )
             .token,
     )
 }
@@ -178,6 +183,7 @@ mod tests {
             generation,
             grant: String::new(),
             grant_generation,
+            grant_audience: "local-a".into(),
         }
     }
 
@@ -190,10 +196,11 @@ mod tests {
         let lease_end = claims[0].lease.expires_at;
         let token = &claims[0].sandbox.as_ref().unwrap().grant;
         let before_end = lease_end - chrono::Duration::milliseconds(1);
-        let granted = grant::verify(b"secret", token, "sbx_1", 2, before_end).unwrap();
+        let granted = grant::verify(b"secret", token, "local-a", "sbx_1", 2, before_end).unwrap();
         assert_eq!(granted.generation, 2);
-        assert!(grant::verify(b"secret", token, "sbx_1", 2, lease_end).is_err());
-        assert!(grant::verify(b"secret", token, "sbx_2", 2, before_end).is_err());
+        assert!(grant::verify(b"secret", token, "local-a", "sbx_1", 2, lease_end).is_err());
+        assert!(grant::verify(b"secret", token, "local-a", "sbx_2", 2, before_end).is_err());
+        assert!(grant::verify(b"secret", token, "local-b", "sbx_1", 2, before_end).is_err());
         assert!(claims[1].sandbox.is_none());
     }
 
@@ -205,7 +212,7 @@ mod tests {
         );
         let before_end = claims[0].lease.expires_at - chrono::Duration::milliseconds(1);
         let token = &claims[0].sandbox.as_ref().unwrap().grant;
-        assert!(grant::verify(b"secret", token, "sbx_1", 1, before_end).is_ok());
-        assert!(grant::verify(b"secret", token, "sbx_1", 3, before_end).is_err());
+        assert!(grant::verify(b"secret", token, "local-a", "sbx_1", 1, before_end).is_ok());
+        assert!(grant::verify(b"secret", token, "local-a", "sbx_1", 3, before_end).is_err());
     }
 }

@@ -243,6 +243,7 @@ impl Store {
             generation: record.generation,
             grant: String::new(),
             grant_generation: record.provider_generation,
+            grant_audience: record.provider_id,
         }))
     }
 }

@@ -23,6 +23,7 @@ async fn sh(lx: &Lx, claim: &Claim, script: &str) -> String {
     let sandbox_id = sandbox.r#ref.sandbox_id.as_str();
     let token = grant::mint(
         GRANT_SECRET.as_bytes(),
+        "local",
         sandbox_id,
         sandbox.generation as u64,
         Utc::now() + Duration::minutes(5),

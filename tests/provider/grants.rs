@@ -37,7 +37,9 @@ async fn fixture() -> Fixture {
 impl Fixture {
     fn grant(&self, h: &SandboxHandle, generation: u64, ttl: Duration) -> String {
         let id = &h.r#ref.sandbox_id;
-        self.signer.mint(id, generation, Utc::now() + ttl).token
+        self.signer
+            .mint("local", id, generation, Utc::now() + ttl)
+            .token
     }
 
     /// POSTs `body` to the sandbox's exec with `bearer`: the status and the JSON answer.
@@ -123,13 +125,13 @@ async fn grants_of_another_sandbox_generation_key_or_time_are_refused() {
         (
             "another key",
             stranger
-                .mint(&id, g, Utc::now() + Duration::minutes(5))
+                .mint("local", &id, g, Utc::now() + Duration::minutes(5))
                 .token,
         ),
         (
             "a shared-secret grant",
             GrantSigner::hmac(b"guess")
-                .mint(&id, g, Utc::now() + Duration::minutes(5))
+                .mint("local", &id, g, Utc::now() + Duration::minutes(5))
                 .token,
         ),
         ("garbage", "sgr2.garbage.garbage".to_owned()),

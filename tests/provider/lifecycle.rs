@@ -295,6 +295,7 @@ async fn grants_minted_with_the_shared_secret_are_checked() {
     let now = chrono::Utc::now();
     let minted = grant::mint(
         GRANT_SECRET.as_bytes(),
+        "local",
         &id,
         1,
         now + chrono::Duration::minutes(5),
@@ -307,9 +308,17 @@ async fn grants_minted_with_the_shared_secret_are_checked() {
         "ok\n"
     );
     let cases = [
-        grant::mint(b"wrong-secret", &id, 1, now + chrono::Duration::minutes(5)).token,
+        grant::mint(
+            b"wrong-secret",
+            "local",
+            &id,
+            1,
+            now + chrono::Duration::minutes(5),
+        )
+        .token,
         grant::mint(
             GRANT_SECRET.as_bytes(),
+            "local",
             &id,
             2,
             now + chrono::Duration::minutes(5),
@@ -317,6 +326,7 @@ async fn grants_minted_with_the_shared_secret_are_checked() {
         .token,
         grant::mint(
             GRANT_SECRET.as_bytes(),
+            "local",
             &id,
             1,
             now - chrono::Duration::seconds(1),
@@ -324,6 +334,7 @@ async fn grants_minted_with_the_shared_secret_are_checked() {
         .token,
         grant::mint(
             GRANT_SECRET.as_bytes(),
+            "local",
             "sbx_other",
             1,
             now + chrono::Duration::minutes(5),

@@ -319,6 +319,7 @@ impl Engine {
             .map(|signer| {
                 let ttl = chrono::Duration::from_std(GRANT_TTL).unwrap_or_default();
                 signer.mint(
+                    PROVIDER_ID,
                     &rec.r#ref.sandbox_id,
                     rec.generation,
                     self.cfg.clock.now() + ttl,
@@ -401,7 +402,7 @@ impl Engine {
             }
             self.cfg
                 .grants
-                .verify(grant, id, rec.generation, self.cfg.clock.now())
+                .verify(grant, PROVIDER_ID, id, rec.generation, self.cfg.clock.now())
                 .map_err(|e| ApiError::forbidden("grant.invalid", e.to_string()))?;
             let leader = match (rec.state, rec.leader) {
                 (SandboxState::Ready, Some(l)) => l,

@@ -8,7 +8,8 @@
 //! - `sgr1`: HMAC-SHA256 with a secret shared by the service and the provider (either can mint).
 //!
 //! Token: PREFIX + `.` + base64url(JSON claims) + `.` + base64url(signature over the first
-//! two parts), unpadded.
+//! two parts), unpadded. The claims name the provider the grant is for (its audience), so a
+//! grant opens nothing on another provider that happens to hold a sandbox of the same id.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
@@ -29,6 +30,10 @@ const MAX_TOKEN_LEN: usize = 4096;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GrantClaims {
+    /// The provider the grant is for: the id the service registered it under. Grants minted
+    /// before audiences existed have none and are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
     pub sandbox_id: String,
     pub generation: u64,
     /// Unix milliseconds.
@@ -48,6 +53,10 @@ pub enum GrantError {
     BadSignature,
     #[error("the grant expired at {0}")]
     Expired(DateTime<Utc>),
+    #[error("the grant names no provider; ask the service for a fresh one")]
+    NoAudience,
+    #[error("the grant is for provider `{granted}`, not this one (`{this}`)")]
+    WrongAudience { granted: String, this: String },
     #[error("the grant is for sandbox `{granted}`, not `{asked}`")]
     WrongSandbox { granted: String, asked: String },
     #[error("the grant is for generation {granted} of the sandbox, which is now at generation {current}")]
@@ -132,9 +141,17 @@ impl GrantSigner {
         }
     }
 
-    /// Signs a grant for `sandbox_id` at `generation`, valid until `expires_at`.
-    pub fn mint(&self, sandbox_id: &str, generation: u64, expires_at: DateTime<Utc>) -> Grant {
+    /// Signs a grant for `sandbox_id` at `generation` on the provider `audience`, valid until
+    /// `expires_at`.
+    pub fn mint(
+        &self,
+        audience: &str,
+        sandbox_id: &str,
+        generation: u64,
+        expires_at: DateTime<Utc>,
+    ) -> Grant {
         let claims = GrantClaims {
+            audience: Some(audience.to_owned()),
             sandbox_id: sandbox_id.to_owned(),
             generation,
             expires_at_ms: expires_at.timestamp_millis(),
@@ -232,11 +249,12 @@ impl GrantVerifier {
         serde_json::from_slice(&body).map_err(|_| GrantError::Malformed)
     }
 
-    /// Accepts `token` only if its signature checks out, it is unexpired at `now`, and it
-    /// names `sandbox_id` at its `current_generation`.
+    /// Accepts `token` only if its signature checks out, it is unexpired at `now`, it is for
+    /// the provider `audience`, and it names `sandbox_id` at its `current_generation`.
     pub fn verify(
         &self,
         token: &str,
+        audience: &str,
         sandbox_id: &str,
         current_generation: u64,
         now: DateTime<Utc>,
@@ -246,6 +264,16 @@ impl GrantVerifier {
             return Err(GrantError::Expired(
                 DateTime::from_timestamp_millis(claims.expires_at_ms).unwrap_or_default(),
             ));
+        }
+        match claims.audience.as_deref() {
+            None => return Err(GrantError::NoAudience),
+            Some(granted) if granted != audience => {
+                return Err(GrantError::WrongAudience {
+                    granted: granted.to_owned(),
+                    this: audience.to_owned(),
+                })
+            }
+            Some(_) => {}
         }
         if claims.sandbox_id != sandbox_id {
             return Err(GrantError::WrongSandbox {
@@ -271,19 +299,26 @@ pub fn looks_like_grant(token: &str) -> bool {
 }
 
 /// Shared-secret shorthand for [`GrantSigner::mint`].
-pub fn mint(secret: &[u8], sandbox_id: &str, generation: u64, expires_at: DateTime<Utc>) -> Grant {
-    GrantSigner::hmac(secret).mint(sandbox_id, generation, expires_at)
+pub fn mint(
+    secret: &[u8],
+    audience: &str,
+    sandbox_id: &str,
+    generation: u64,
+    expires_at: DateTime<Utc>,
+) -> Grant {
+    GrantSigner::hmac(secret).mint(audience, sandbox_id, generation, expires_at)
 }
 
 /// Shared-secret shorthand for [`GrantVerifier::verify`].
 pub fn verify(
     secret: &[u8],
     token: &str,
+    audience: &str,
     sandbox_id: &str,
     current_generation: u64,
     now: DateTime<Utc>,
 ) -> Result<GrantClaims, GrantError> {
-    GrantVerifier::hmac(secret).verify(token, sandbox_id, current_generation, now)
+    GrantVerifier::hmac(secret).verify(token, audience, sandbox_id, current_generation, now)
 }
 
 #[cfg(test)]

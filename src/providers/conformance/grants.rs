@@ -47,7 +47,12 @@ impl Checker {
                 let expires = chrono::Utc::now() + chrono::Duration::minutes(GRANT_TTL_MINUTES);
                 Some(
                     signer
-                        .mint(&h.r#ref.sandbox_id, h.generation, expires)
+                        .mint(
+                            &self.caps.provider_id,
+                            &h.r#ref.sandbox_id,
+                            h.generation,
+                            expires,
+                        )
                         .token,
                 )
             }

@@ -126,6 +126,7 @@ async fn runtime_claims_wait_for_active_compute(backend: Backend) {
             generation: 1,
             grant: String::new(),
             grant_generation: Some(7),
+            grant_audience: "local".into(),
         })
     );
     assert_eq!(claim.expected.resolved_spec_hash, hash('a'));
