@@ -32,7 +32,7 @@ mod claim_intents;
 mod coordinator;
 mod cycle;
 mod faults;
-mod fixture;
+pub(crate) mod fixture;
 mod grants;
 mod handles;
 mod history;

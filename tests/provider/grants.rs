@@ -194,6 +194,7 @@ async fn a_grant_opens_no_route_but_exec() {
 async fn a_provider_takes_a_public_key_or_a_secret_not_both() {
     let root = tempfile::tempdir().unwrap();
     let mut config = sagents_local_provider::Config::for_root(root.path());
+    config.token = Some("t".into());
     config.grant_secret = Some("s".into());
     config.grant_public_key = GrantSigner::ed25519(&[1; 32]).verifier().public_key_text();
     let refused = sagents_local_provider::serve(config.clone()).await.err();

@@ -81,7 +81,7 @@ fn connect_script(port: u16) -> String {
 
 #[tokio::test]
 async fn without_network_a_sandbox_cannot_reach_the_host() {
-    let h = Harness::start().await;
+    let h = Harness::with(|c| c.allow_host_network = true).await;
     let (l, port) = listener().await;
     let accept = tokio::spawn(async move { l.accept().await.is_ok() });
     let none = h.provision("none").await;

@@ -9,6 +9,7 @@ mod crash;
 mod faults;
 mod grants;
 mod hostile;
+mod hostile_doors;
 mod hostile_files;
 mod inventory;
 mod isolation;
@@ -53,6 +54,8 @@ impl Harness {
         let root = tempfile::tempdir().unwrap();
         let mut config = Config::for_root(root.path());
         config.grant_secret = Some(GRANT_SECRET.into());
+        // Most suites call without a token; those that need one set it.
+        config.insecure_no_auth = true;
         tweak(&mut config);
         let provider = local_provider::serve(config.clone()).await.unwrap();
         let client = ProviderClient::new(&provider.base_url(), config.token.as_deref()).unwrap();

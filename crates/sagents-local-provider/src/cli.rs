@@ -61,6 +61,19 @@ pub struct ServeArgs {
     /// File holding the bearer token (one trailing newline ignored).
     #[arg(long, env = "SAGENTS_PROVIDER_TOKEN_FILE", conflicts_with = "token")]
     pub token_file: Option<PathBuf>,
+    /// Serve without a token: every route but exec is open to anyone who can reach the
+    /// provider (and attach hands out grants when it holds a grant secret). Without a token
+    /// and without this flag the provider refuses to start.
+    #[arg(long, env = "SAGENTS_PROVIDER_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: bool,
+    /// The id the service registers this provider under: named in its answers, and every
+    /// grant must name it as its audience.
+    #[arg(long, env = "SAGENTS_PROVIDER_ID", default_value = super::PROVIDER_ID)]
+    pub provider_id: String,
+    /// Let a sandbox ask for `network: host`, which shares the host's network (the service,
+    /// its database, every loopback port). Without it such a sandbox is refused (422).
+    #[arg(long, env = "SAGENTS_PROVIDER_ALLOW_HOST_NETWORK")]
+    pub allow_host_network: bool,
     /// Secret shared with the service to sign grants [default: generated, kept in ROOT].
     /// Prefer `--grant-secret-file` or the variable.
     #[arg(long, env = "SAGENTS_PROVIDER_GRANT_SECRET", hide_env_values = true)]
@@ -160,6 +173,9 @@ impl ServeArgs {
             root: self.root,
             workspace_root: self.workspace_root,
             token,
+            insecure_no_auth: self.insecure_no_auth,
+            provider_id: self.provider_id,
+            allow_host_network: self.allow_host_network,
             grant_secret,
             grant_public_key,
             clock: super::Clock::system(),
@@ -195,6 +211,30 @@ mod tests {
         assert_eq!(cfg.token.as_deref(), Some("t"));
         assert_eq!(cfg.fault_injection.as_deref(), Some("release=drop:times=1"));
         assert!(Cli::try_parse_from(["sagents-local-provider", "serve"]).is_err());
+    }
+
+    #[test]
+    fn the_doors_are_closed_unless_flags_open_them() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["sagents-local-provider", "serve", "--root", "/tmp/r"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).map(|cli| {
+                let Command::Serve(args) = cli.command;
+                args.into_config().unwrap()
+            })
+        };
+        let cfg = parse(&[]).unwrap();
+        assert!(!cfg.insecure_no_auth && !cfg.allow_host_network);
+        assert_eq!(cfg.provider_id, crate::PROVIDER_ID);
+        let cfg = parse(&[
+            "--insecure-no-auth",
+            "--allow-host-network",
+            "--provider-id",
+            "edge-1",
+        ])
+        .unwrap();
+        assert!(cfg.insecure_no_auth && cfg.allow_host_network);
+        assert_eq!(cfg.provider_id, "edge-1");
     }
 
     #[test]

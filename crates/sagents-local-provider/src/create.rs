@@ -9,7 +9,7 @@ use std::path::Path;
 
 use chrono::Utc;
 
-use super::engine::{check_key, check_name, check_spec, internal, Engine, PROVIDER_ID};
+use super::engine::{check_key, check_name, check_spec, internal, Engine};
 use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::paths::{self, OpenDir};
@@ -261,7 +261,7 @@ impl Engine {
         let rec = SandboxRecord {
             r#ref: SandboxRef {
                 sandbox_id: intent.sandbox_id.clone(),
-                provider_id: PROVIDER_ID.into(),
+                provider_id: self.cfg.provider_id.clone(),
                 provider_version: env!("CARGO_PKG_VERSION").into(),
                 tenant_id: req.tenant_id.clone(),
                 owner_run_id: req.owner_run_id.clone(),

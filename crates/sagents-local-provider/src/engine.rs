@@ -28,6 +28,7 @@ use sagents_plugin_api::wire::{
     SandboxState, API_VERSION_V3, CAPABILITY_SANDBOX,
 };
 
+/// The provider's id unless it is started with another (`--provider-id`).
 pub const PROVIDER_ID: &str = "local";
 pub const GRANT_TTL: Duration = Duration::from_secs(15 * 60);
 const MAX_KEY_LEN: usize = 256;
@@ -39,6 +40,10 @@ pub struct EngineConfig {
     pub clock: Clock,
     /// `None`: sandboxes run unisolated on the host (`--isolation none`).
     pub sandboxer: Option<Sandboxer>,
+    /// This provider's id: named in its answers, and the audience every grant must name.
+    pub provider_id: String,
+    /// Whether a sandbox may ask for the host's network.
+    pub allow_host_network: bool,
 }
 
 pub type Slot = Arc<Mutex<SandboxRecord>>;
@@ -201,7 +206,7 @@ impl Engine {
         Capabilities {
             api_version: API_VERSION_V3.into(),
             capability: CAPABILITY_SANDBOX.into(),
-            provider_id: PROVIDER_ID.into(),
+            provider_id: self.cfg.provider_id.clone(),
             provider_version: env!("CARGO_PKG_VERSION").into(),
             isolation_level: match self.cfg.sandboxer {
                 Some(_) => "namespaces".into(),
@@ -319,7 +324,7 @@ impl Engine {
             .map(|signer| {
                 let ttl = chrono::Duration::from_std(GRANT_TTL).unwrap_or_default();
                 signer.mint(
-                    PROVIDER_ID,
+                    &self.cfg.provider_id,
                     &rec.r#ref.sandbox_id,
                     rec.generation,
                     self.cfg.clock.now() + ttl,
@@ -402,7 +407,13 @@ impl Engine {
             }
             self.cfg
                 .grants
-                .verify(grant, PROVIDER_ID, id, rec.generation, self.cfg.clock.now())
+                .verify(
+                    grant,
+                    &self.cfg.provider_id,
+                    id,
+                    rec.generation,
+                    self.cfg.clock.now(),
+                )
                 .map_err(|e| ApiError::forbidden("grant.invalid", e.to_string()))?;
             let leader = match (rec.state, rec.leader) {
                 (SandboxState::Ready, Some(l)) => l,

@@ -37,6 +37,8 @@ fn engine(root: &Path) -> TestEngine {
         grants: GrantVerifier::hmac(b"unit-test-secret"),
         clock: crate::Clock::system(),
         sandboxer: None,
+        provider_id: crate::PROVIDER_ID.into(),
+        allow_host_network: false,
     };
     TestEngine(Engine::load(cfg, Layout::new(root).unwrap(), FaultPlan::default()).unwrap())
 }

@@ -19,6 +19,7 @@ pub mod archive;
 pub mod cli;
 mod clock;
 mod create;
+mod doors;
 mod engine;
 mod error;
 pub mod exec;
@@ -60,8 +61,17 @@ pub struct Config {
     pub root: PathBuf,
     /// Default: `ROOT/workspaces`.
     pub workspace_root: Option<PathBuf>,
-    /// Bearer token every caller must present, if set.
+    /// Bearer token every caller but exec's must present. Without one the provider refuses
+    /// to start unless `insecure_no_auth` is set.
     pub token: Option<String>,
+    /// Serve without a token: every route but exec unauthenticated, and with a shared grant
+    /// secret attach hands out grants to anyone. Loud at start.
+    pub insecure_no_auth: bool,
+    /// The id the service registers this provider under: named in its answers and required
+    /// as the audience of every grant.
+    pub provider_id: String,
+    /// Whether a sandbox may ask for `network: host` (the host's network, loopback included).
+    pub allow_host_network: bool,
     /// Grant signing secret shared with the service (HMAC grants); generated and kept under
     /// `ROOT/state` when neither it nor `grant_public_key` is set.
     pub grant_secret: Option<String>,
@@ -84,6 +94,9 @@ impl Config {
             root: root.into(),
             workspace_root: None,
             token: None,
+            insecure_no_auth: false,
+            provider_id: PROVIDER_ID.into(),
+            allow_host_network: false,
             grant_secret: None,
             grant_public_key: None,
             clock: Clock::system(),
@@ -104,6 +117,10 @@ pub enum LocalProviderError {
     GrantKey(#[from] KeyError),
     #[error("give the provider either a grant secret or a grant public key, not both")]
     GrantKeyAndSecret,
+    #[error("the provider has no token, so every route but exec would be open to anyone who can reach it: give it a token (--token-file), or --insecure-no-auth to serve unauthenticated anyway")]
+    NoToken,
+    #[error("the provider id `{0}` must be 1 to 128 letters, digits, `.`, `_`, `:` or `-`")]
+    ProviderId(String),
     #[error("preparing {path}: {source}")]
     Root {
         path: PathBuf,
@@ -221,6 +238,17 @@ fn grant_secret(cfg: &Config, layout: &Layout) -> std::io::Result<Vec<u8>> {
 /// Loads the state under `config.root`, binds `config.listen` (port 0 picks one) and serves
 /// in the background.
 pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> {
+    let token_digest: Option<[u8; 32]> = config
+        .token
+        .as_deref()
+        .filter(|t| !t.is_empty())
+        .map(|t| Sha256::digest(t.as_bytes()).into());
+    if token_digest.is_none() && !config.insecure_no_auth {
+        return Err(LocalProviderError::NoToken);
+    }
+    if engine::check_name("provider_id", &config.provider_id).is_err() {
+        return Err(LocalProviderError::ProviderId(config.provider_id.clone()));
+    }
     let faults = FaultPlan::parse(config.fault_injection.as_deref().unwrap_or(""))?;
     let root_err = |path: &PathBuf| {
         let path = path.clone();
@@ -255,6 +283,8 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
             grants,
             clock: config.clock.clone(),
             sandboxer,
+            provider_id: config.provider_id.clone(),
+            allow_host_network: config.allow_host_network,
         },
         layout,
         faults,
@@ -273,13 +303,16 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
             addr: config.listen,
             source,
         })?;
+    if token_digest.is_none() {
+        tracing::warn!(%addr, "--insecure-no-auth: no token is required; anyone who can reach this address may provision, inspect, release and restore sandboxes{}",
+            if engine.cfg.grants.signer().is_some() { ", and attach hands them grants" } else { "" });
+    }
+    if config.allow_host_network {
+        tracing::warn!("--allow-host-network: a sandbox that asks for `network: host` shares the host's network, loopback services included");
+    }
     let app = routes::router(routes::AppState {
         engine: engine.clone(),
-        token_digest: config
-            .token
-            .as_deref()
-            .filter(|t| !t.is_empty())
-            .map(|t| Sha256::digest(t.as_bytes()).into()),
+        token_digest,
     })
     .layer(tower_http::trace::TraceLayer::new_for_http());
     let (tx, rx) = oneshot::channel();

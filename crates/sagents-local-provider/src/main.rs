@@ -17,10 +17,15 @@ async fn main() -> anyhow::Result<()> {
             let config = args
                 .into_config()
                 .context("reading the provider's secrets")?;
+            let auth = if config.insecure_no_auth && config.token.is_none() {
+                "none (--insecure-no-auth)"
+            } else {
+                "token"
+            };
             let provider = local_provider::serve(config)
                 .await
                 .context("starting the local provider")?;
-            tracing::info!(addr = %provider.addr, "sagents-local-provider listening");
+            tracing::info!(addr = %provider.addr, auth, "sagents-local-provider listening");
             println!("listening on {}", provider.addr);
             provider.wait_for_signal().await;
         }

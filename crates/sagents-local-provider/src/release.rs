@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::engine::{check_key, reconcile, Engine, PROVIDER_ID};
+use super::engine::{check_key, reconcile, Engine};
 use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::state::{SandboxRecord, StoredCheckpoint, StoredRelease};
@@ -198,7 +198,7 @@ impl Engine {
         };
         let checkpoint = CheckpointRef {
             checkpoint_id,
-            provider_id: PROVIDER_ID.into(),
+            provider_id: self.cfg.provider_id.clone(),
             sandbox_id: rec.r#ref.sandbox_id.clone(),
             generation: rec.generation,
             size_bytes: info.size_bytes,

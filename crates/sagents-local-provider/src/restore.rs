@@ -3,7 +3,7 @@
 use chrono::Utc;
 
 use super::create::Begin;
-use super::engine::{check_key, check_name, check_spec, internal, Engine, PROVIDER_ID};
+use super::engine::{check_key, check_name, check_spec, internal, Engine};
 use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::inventory::valid_checkpoint_id;
@@ -117,7 +117,7 @@ impl Engine {
         let rec = SandboxRecord {
             r#ref: SandboxRef {
                 sandbox_id: intent.sandbox_id.clone(),
-                provider_id: PROVIDER_ID.into(),
+                provider_id: self.cfg.provider_id.clone(),
                 provider_version: env!("CARGO_PKG_VERSION").into(),
                 tenant_id,
                 owner_run_id: req.owner_run_id.clone(),

@@ -1,6 +1,6 @@
 //! The HTTP surface: plugin API v3 plus `exec`, bearer auth and fault injection. Every route
-//! but `exec` takes the provider's service token; `exec` takes a grant for the sandbox and
-//! nothing else.
+//! but `exec` takes the provider's service token (a provider without one is started only with
+//! `--insecure-no-auth`); `exec` takes a grant for the sandbox and nothing else.
 
 use std::sync::Arc;
 
@@ -219,6 +219,7 @@ async fn capabilities(State(s): State<AppState>) -> Response {
 
 async fn provision(State(s): State<AppState>, ApiJson(req): ApiJson<ProvisionRequest>) -> Response {
     with_faults(&s, FaultPoint::Provision, None, async {
+        s.engine.check_network(&req.spec)?;
         let (handle, created) = s.engine.provision(&req).await?;
         let status = if created {
             StatusCode::CREATED
@@ -273,6 +274,7 @@ async fn exec(
 
 async fn restore(State(s): State<AppState>, ApiJson(req): ApiJson<RestoreRequest>) -> Response {
     with_faults(&s, FaultPoint::Restore, None, async {
+        s.engine.check_network(&req.spec)?;
         let (handle, created) = s.engine.restore(&req).await?;
         let status = if created {
             StatusCode::CREATED
