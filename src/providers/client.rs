@@ -207,6 +207,9 @@ impl ProviderClient {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(config.timeouts.connect)
+            // Below a provider's idle cut-off (the reference provider's is 30 s at least), so
+            // a pooled connection is not reused just as the provider closes it.
+            .pool_idle_timeout(Duration::from_secs(20))
             .build()
             .map_err(|e| ProviderCallError::Config(e.to_string()))?;
         Ok(Self {

@@ -1,5 +1,11 @@
 //! The provider's doors, tried by a caller that should not get through: no token at all, the
-//! host's network, a grant taken to another provider.
+//! host's network, a grant taken to another provider, a slow or flooding HTTP client, and a
+//! flood of commands in one sandbox.
+
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 use super::*;
 use sagents::providers::grant::GrantSigner;
@@ -193,4 +199,127 @@ async fn the_services_grant_names_the_provider_it_registered() {
         .await;
     assert_eq!(refused(out), (403, "grant.invalid".into()));
     other.stop().await;
+}
+
+/// Reads until the provider closes the connection; how long that took, or `None` if it kept
+/// it open past `deadline`.
+async fn closed_within(
+    rd: &mut tokio::net::tcp::OwnedReadHalf,
+    deadline: Duration,
+) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buf = [0u8; 1024];
+    loop {
+        let left = deadline.checked_sub(started.elapsed())?;
+        match tokio::time::timeout(left, rd.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_slow_loris_trickling_half_a_header_is_cut_off() {
+    let h = Harness::with(|c| c.header_read_timeout = Duration::from_secs(1)).await;
+    let stream = TcpStream::connect(h.provider.as_ref().unwrap().addr)
+        .await
+        .unwrap();
+    let (mut rd, mut wr) = stream.into_split();
+    let trickle = tokio::spawn(async move {
+        wr.write_all(b"GET /v3/capabilities HTTP/1.1\r\nHost: p\r\nX-Slow: ")
+            .await
+            .ok()?;
+        // One byte every 200 ms: never a whole head, bounded to 15 s.
+        for _ in 0..75 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            wr.write_all(b"a").await.ok()?;
+        }
+        Some(())
+    });
+    let closed = closed_within(&mut rd, Duration::from_secs(10)).await;
+    trickle.abort();
+    let took = closed.expect("the provider kept a trickling connection open for 10 s");
+    assert!(took >= Duration::from_millis(900), "closed after {took:?}");
+
+    // A silent connection is cut off the same way, and the provider keeps answering.
+    let (mut rd, _wr) = TcpStream::connect(h.provider.as_ref().unwrap().addr)
+        .await
+        .unwrap()
+        .into_split();
+    assert!(closed_within(&mut rd, Duration::from_secs(10))
+        .await
+        .is_some());
+    assert!(h.client.capabilities(&CallOptions::default()).await.is_ok());
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_wait_until_one_closes() {
+    let h = Harness::with(|c| {
+        c.max_connections = 2;
+        c.header_read_timeout = Duration::from_secs(60);
+    })
+    .await;
+    let addr = h.provider.as_ref().unwrap().addr;
+    let first = TcpStream::connect(addr).await.unwrap();
+    let _second = TcpStream::connect(addr).await.unwrap();
+    let client = ProviderClient::new(&h.base_url(), None).unwrap();
+    let mut third = tokio::spawn(async move { client.capabilities(&CallOptions::default()).await });
+    assert!(
+        tokio::time::timeout(Duration::from_secs(1), &mut third)
+            .await
+            .is_err(),
+        "a third connection was served while two idle ones held the cap"
+    );
+    drop(first);
+    let answered = tokio::time::timeout(Duration::from_secs(10), third)
+        .await
+        .expect("the waiting connection was not served once a slot freed")
+        .unwrap();
+    assert!(answered.is_ok(), "{answered:?}");
+}
+
+/// A command that marks `started.N` in its workspace, then waits (at most 10 s) for `go`.
+fn parked(n: u32) -> ExecRequest {
+    exec_req(&format!(
+        "touch started.{n}; i=0; while [ ! -f go ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; echo done"
+    ))
+}
+
+#[tokio::test]
+async fn execs_beyond_a_sandboxs_cap_are_refused_while_another_sandbox_runs() {
+    let h = Harness::with(|c| c.max_execs_per_sandbox = 2).await;
+    let a = h.provision("a").await;
+    let b = h.provision("b").await;
+    let a_dir = h.root.path().join("sandboxes").join(&a.r#ref.sandbox_id);
+    let grant = a.grant.as_ref().unwrap().token.clone();
+    let mut running = Vec::new();
+    for n in 0..2 {
+        let (client, id, grant) = (h.client.clone(), a.r#ref.sandbox_id.clone(), grant.clone());
+        running.push(tokio::spawn(async move {
+            client
+                .exec(&id, &grant, &parked(n), &CallOptions::default())
+                .await
+        }));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(a_dir.join("started.0").exists() && a_dir.join("started.1").exists()) {
+        assert!(Instant::now() < deadline, "the two commands did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    match h.sh(&a, "echo third").await {
+        Err(ProviderCallError::Recoverable { status, error }) => {
+            assert_eq!((status, error.code.as_str()), (429, "exec.too_many"));
+        }
+        other => panic!("a third command in the sandbox was not refused: {other:?}"),
+    }
+    let t = Instant::now();
+    assert_eq!(h.sh(&b, "echo other").await.unwrap().stdout, "other\n");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+
+    std::fs::write(a_dir.join("go"), "").unwrap();
+    for r in running {
+        assert_eq!(r.await.unwrap().unwrap().stdout, "done\n");
+    }
+    assert_eq!(h.sh(&a, "echo again").await.unwrap().stdout, "again\n");
 }

@@ -74,6 +74,15 @@ pub struct ServeArgs {
     /// its database, every loopback port). Without it such a sandbox is refused (422).
     #[arg(long, env = "SAGENTS_PROVIDER_ALLOW_HOST_NETWORK")]
     pub allow_host_network: bool,
+    /// A connection that sends no complete request head for this many seconds is closed.
+    #[arg(long, env = "SAGENTS_PROVIDER_HEADER_READ_TIMEOUT_SECONDS", default_value_t = super::DEFAULT_HEADER_READ_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout_seconds: u64,
+    /// Connections served at once; past that, new ones wait until one closes.
+    #[arg(long, env = "SAGENTS_PROVIDER_MAX_CONNECTIONS", default_value_t = super::DEFAULT_MAX_CONNECTIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_connections: usize,
+    /// Commands one sandbox may run at once; past that, exec answers 429 `exec.too_many`.
+    #[arg(long, env = "SAGENTS_PROVIDER_MAX_EXECS_PER_SANDBOX", default_value_t = super::DEFAULT_MAX_EXECS_PER_SANDBOX, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_execs_per_sandbox: usize,
     /// Secret shared with the service to sign grants [default: generated, kept in ROOT].
     /// Prefer `--grant-secret-file` or the variable.
     #[arg(long, env = "SAGENTS_PROVIDER_GRANT_SECRET", hide_env_values = true)]
@@ -176,6 +185,9 @@ impl ServeArgs {
             insecure_no_auth: self.insecure_no_auth,
             provider_id: self.provider_id,
             allow_host_network: self.allow_host_network,
+            header_read_timeout: std::time::Duration::from_secs(self.header_read_timeout_seconds),
+            max_connections: self.max_connections,
+            max_execs_per_sandbox: self.max_execs_per_sandbox,
             grant_secret,
             grant_public_key,
             clock: super::Clock::system(),
@@ -226,15 +238,36 @@ mod tests {
         let cfg = parse(&[]).unwrap();
         assert!(!cfg.insecure_no_auth && !cfg.allow_host_network);
         assert_eq!(cfg.provider_id, crate::PROVIDER_ID);
+        assert_eq!(cfg.header_read_timeout, crate::DEFAULT_HEADER_READ_TIMEOUT);
+        assert_eq!(cfg.max_connections, crate::DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(
+            cfg.max_execs_per_sandbox,
+            crate::DEFAULT_MAX_EXECS_PER_SANDBOX
+        );
         let cfg = parse(&[
             "--insecure-no-auth",
             "--allow-host-network",
             "--provider-id",
             "edge-1",
+            "--header-read-timeout-seconds",
+            "5",
+            "--max-connections",
+            "3",
+            "--max-execs-per-sandbox",
+            "4",
         ])
         .unwrap();
         assert!(cfg.insecure_no_auth && cfg.allow_host_network);
         assert_eq!(cfg.provider_id, "edge-1");
+        assert_eq!(cfg.header_read_timeout, std::time::Duration::from_secs(5));
+        assert_eq!((cfg.max_connections, cfg.max_execs_per_sandbox), (3, 4));
+        for zero in [
+            "--header-read-timeout-seconds",
+            "--max-connections",
+            "--max-execs-per-sandbox",
+        ] {
+            assert!(parse(&[zero, "0"]).is_err(), "{zero} 0");
+        }
     }
 
     #[test]

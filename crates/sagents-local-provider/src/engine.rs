@@ -13,6 +13,7 @@ use tokio::sync::Mutex;
 
 use super::clock::Clock;
 use super::create::undo;
+use super::doors::ExecSlots;
 use super::error::ApiError;
 use super::exec::{self, ExecPlan, Place};
 use super::faults::FaultPlan;
@@ -44,6 +45,8 @@ pub struct EngineConfig {
     pub provider_id: String,
     /// Whether a sandbox may ask for the host's network.
     pub allow_host_network: bool,
+    /// Commands one sandbox may run at once.
+    pub max_execs_per_sandbox: usize,
 }
 
 pub type Slot = Arc<Mutex<SandboxRecord>>;
@@ -62,6 +65,7 @@ pub struct Engine {
     sandboxes: RwLock<BTreeMap<String, Entry>>,
     /// Creations by idempotency key, checkpoints by id, active workspaces by folder.
     pub(super) locks: NamedLocks,
+    exec_slots: ExecSlots,
 }
 
 pub(super) fn internal(context: &str, e: impl std::fmt::Display) -> ApiError {
@@ -194,6 +198,7 @@ impl Engine {
             }
         }
         Ok(Engine {
+            exec_slots: ExecSlots::new(cfg.max_execs_per_sandbox),
             cfg,
             layout,
             faults,
@@ -426,6 +431,7 @@ impl Engine {
             };
             (leader, rec.dir.clone(), rec.resources.clone())
         };
+        let _slot = self.exec_slots.take(id)?;
         if req.timeout_seconds == 0 || req.timeout_seconds > exec::MAX_TIMEOUT_SECONDS {
             return Err(ApiError::invalid(
                 "validation.failed",

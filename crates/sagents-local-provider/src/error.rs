@@ -105,6 +105,17 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, code, "conflict", message, false)
     }
 
+    /// Too many at once (429); the same request later may work.
+    pub fn too_many(code: &str, message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            code,
+            "transient",
+            message,
+            true,
+        )
+    }
+
     /// The sandbox is running and usable; trying again later may work.
     pub fn recoverable(code: &str, message: impl Into<String>) -> Self {
         Self::new(

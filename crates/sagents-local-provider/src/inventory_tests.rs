@@ -39,6 +39,7 @@ fn engine(root: &Path) -> TestEngine {
         sandboxer: None,
         provider_id: crate::PROVIDER_ID.into(),
         allow_host_network: false,
+        max_execs_per_sandbox: crate::DEFAULT_MAX_EXECS_PER_SANDBOX,
     };
     TestEngine(Engine::load(cfg, Layout::new(root).unwrap(), FaultPlan::default()).unwrap())
 }

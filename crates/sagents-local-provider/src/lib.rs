@@ -20,6 +20,7 @@ pub mod cli;
 mod clock;
 mod create;
 mod doors;
+pub mod edge;
 mod engine;
 mod error;
 pub mod exec;
@@ -40,12 +41,15 @@ mod state;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use clock::Clock;
+pub use doors::DEFAULT_MAX_EXECS_PER_SANDBOX;
+pub use edge::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 use engine::EngineConfig;
 pub use engine::{Engine, GRANT_TTL, PROVIDER_ID};
 pub use error::ApiError;
@@ -72,6 +76,12 @@ pub struct Config {
     pub provider_id: String,
     /// Whether a sandbox may ask for `network: host` (the host's network, loopback included).
     pub allow_host_network: bool,
+    /// A connection that sends no complete request head for this long is closed.
+    pub header_read_timeout: Duration,
+    /// Connections served at once; past that, new ones wait in the listen backlog.
+    pub max_connections: usize,
+    /// Commands one sandbox may run at once; past that, exec answers `429 exec.too_many`.
+    pub max_execs_per_sandbox: usize,
     /// Grant signing secret shared with the service (HMAC grants); generated and kept under
     /// `ROOT/state` when neither it nor `grant_public_key` is set.
     pub grant_secret: Option<String>,
@@ -97,6 +107,9 @@ impl Config {
             insecure_no_auth: false,
             provider_id: PROVIDER_ID.into(),
             allow_host_network: false,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_execs_per_sandbox: DEFAULT_MAX_EXECS_PER_SANDBOX,
             grant_secret: None,
             grant_public_key: None,
             clock: Clock::system(),
@@ -285,6 +298,7 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
             sandboxer,
             provider_id: config.provider_id.clone(),
             allow_host_network: config.allow_host_network,
+            max_execs_per_sandbox: config.max_execs_per_sandbox,
         },
         layout,
         faults,
@@ -315,17 +329,14 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
         token_digest,
     })
     .layer(tower_http::trace::TraceLayer::new_for_http());
+    let limits = edge::EdgeLimits {
+        header_read_timeout: config.header_read_timeout,
+        max_connections: config.max_connections,
+    };
     let (tx, rx) = oneshot::channel();
-    let task = tokio::spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = rx.await;
-            })
-            .await;
-        if let Err(e) = served {
-            tracing::error!(error = %e, "the local provider stopped serving");
-        }
-    });
+    let task = tokio::spawn(edge::serve(listener, app, limits, async {
+        let _ = rx.await;
+    }));
     Ok(LocalProvider {
         addr,
         engine,
