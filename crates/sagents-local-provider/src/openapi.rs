@@ -70,7 +70,7 @@ fn capabilities() {}
         (status = 401, description = "`auth.unauthorized`", body = ProviderError),
         (status = 403, description = "`grant.not_accepted`: a grant was sent in place of the service token", body = ProviderError),
         (status = 409, description = "`idempotency.conflict` and other refusals; nothing was done", body = ProviderError),
-        (status = 422, description = "`validation.failed`, `sandbox.spec_unsupported`", body = ProviderError),
+        (status = 422, description = "`validation.failed`, `sandbox.spec_unsupported`, `sandbox.host_network_refused` (the provider does not allow `network: host`)", body = ProviderError),
         (status = 503, description = "`provider.internal` and other retryable failures", body = ProviderError),
     ),
     security(("service_token" = [])))]
@@ -136,10 +136,11 @@ fn release() {}
     responses(
         (status = 200, description = "The command ran (see `exit_code`, `timed_out`)", body = ExecResponse),
         (status = 401, description = "`grant.required`: no bearer token", body = ProviderError),
-        (status = 403, description = "`grant.required`: the service token was sent, which does not authorize exec; `grant.invalid`: the grant is for another sandbox or generation, expired, or not signed by the service; `grant.refused`: the compute was terminated", body = ProviderError),
+        (status = 403, description = "`grant.required`: the service token was sent, which does not authorize exec; `grant.invalid`: the grant is for another provider, sandbox or generation, expired, or not signed by the service; `grant.refused`: the compute was terminated", body = ProviderError),
         (status = 404, description = "`sandbox.not_found`", body = ProviderError),
         (status = 409, description = "`sandbox.not_running`, `sandbox.disk_quota_exceeded`", body = ProviderError),
         (status = 422, description = "`validation.failed`, `exec.cwd_invalid`, `exec.failed`", body = ProviderError),
+        (status = 429, description = "`exec.too_many`: the sandbox already runs as many commands as the provider allows at once; retryable", body = ProviderError),
     ),
     security(("grant" = [])))]
 #[allow(dead_code)]
@@ -153,7 +154,7 @@ fn exec() {}
         (status = 403, description = "`grant.not_accepted`", body = ProviderError),
         (status = 404, description = "`checkpoint.not_found`", body = ProviderError),
         (status = 409, description = "Refused; nothing was done", body = ProviderError),
-        (status = 422, description = "`validation.failed`, `sandbox.spec_unsupported`", body = ProviderError),
+        (status = 422, description = "`validation.failed`, `sandbox.spec_unsupported`, `sandbox.host_network_refused` (the provider does not allow `network: host`)", body = ProviderError),
         (status = 503, description = "Retryable failure", body = ProviderError),
     ),
     security(("service_token" = [])))]
