@@ -218,6 +218,11 @@ pub async fn register_provider(
 ) -> Result<ProviderInfo, RegistryError> {
     req.validate()?;
     let caps = fetch_capabilities(&req.base_url, Some(&req.token)).await?;
+    if caps.provider_id != req.provider_id {
+        // Grants name the registered id; a provider that checks them against its own refuses.
+        tracing::warn!(provider_id = %req.provider_id, calls_itself = %caps.provider_id,
+            "the provider calls itself by another id: if it checks the audience of grants, every exec will be refused; register it under its own id");
+    }
     let json = serde_json::to_value(&caps)
         .map_err(|e| RegistryError::CapabilitiesInvalid(e.to_string()))?;
     let record = store
