@@ -318,8 +318,11 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
             source,
         })?;
     if token_digest.is_none() {
-        tracing::warn!(%addr, "--insecure-no-auth: no token is required; anyone who can reach this address may provision, inspect, release and restore sandboxes{}",
-            if engine.cfg.grants.signer().is_some() { ", and attach hands them grants" } else { "" });
+        let grants = match engine.cfg.grants.signer() {
+            Some(_) => ", and attach hands them grants",
+            None => "",
+        };
+        tracing::warn!(%addr, "--insecure-no-auth: no token is required; anyone who can reach this address may provision, inspect, release and restore sandboxes{grants}");
     }
     if config.allow_host_network {
         tracing::warn!("--allow-host-network: a sandbox that asks for `network: host` shares the host's network, loopback services included");
