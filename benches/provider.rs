@@ -101,13 +101,7 @@ struct Provider {
 impl Provider {
     fn start(root: &Path) -> Self {
         let mut child = Command::new(provider_binary())
-            .args([
-                "serve",
-                "--insecure-no-auth",
-                "--listen",
-                "127.0.0.1:0",
-                "--root",
-            ])
+            .args(["serve", "--listen", "127.0.0.1:0", "--root"])
             .arg(root)
             .env("SAGENTS_PROVIDER_TOKEN", TOKEN)
             .env("RUST_LOG", "warn")
