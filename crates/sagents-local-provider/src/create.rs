@@ -247,7 +247,7 @@ impl Engine {
         }
         self.crash_after(FaultPoint::CreateFiles)?;
         let leader = self
-            .spawn_leader(&dir, &intent.sandbox_id, req.spec.resources.network())
+            .spawn_leader(&dir, &intent.sandbox_id, &req.spec.resources)
             .await?;
         self.crash_after(FaultPoint::CreateLeader)?;
         let now = Utc::now();

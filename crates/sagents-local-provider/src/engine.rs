@@ -2,7 +2,7 @@
 //! and `restore.rs`, release in `release.rs`. Each sandbox has its own lock; creations share one, so idempotency keys of
 //! provisions and restores are checked and recorded without races.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -11,6 +11,7 @@ use std::time::Duration;
 use chrono::Utc;
 use tokio::sync::Mutex;
 
+use super::cgroup::{Cgroups, Defaults};
 use super::clock::Clock;
 use super::create::undo;
 use super::error::ApiError;
@@ -19,10 +20,10 @@ use super::faults::FaultPlan;
 use super::isolation::Sandboxer;
 use super::locks::NamedLocks;
 use super::paths;
-use super::process::{self, Leader, Limits};
+use super::process::{self, Limits};
 use super::state::{Layout, SandboxRecord};
 use sagents_plugin_api::grant::GrantVerifier;
-use sagents_plugin_api::spec::{NetworkMode, ReleaseDisposition, ResolvedSandboxSpec, SpecError};
+use sagents_plugin_api::spec::{ReleaseDisposition, ResolvedSandboxSpec, SpecError};
 use sagents_plugin_api::wire::{
     AttachRequest, Capabilities, ExecRequest, ExecResponse, SandboxHandle, SandboxInfo,
     SandboxState, API_VERSION_V3, CAPABILITY_SANDBOX,
@@ -39,6 +40,10 @@ pub struct EngineConfig {
     pub clock: Clock,
     /// `None`: sandboxes run unisolated on the host (`--isolation none`).
     pub sandboxer: Option<Sandboxer>,
+    /// The control groups this host lets the provider make, one per sandbox.
+    pub cgroups: Cgroups,
+    /// The bounds of a sandbox whose spec says nothing.
+    pub defaults: Defaults,
 }
 
 pub type Slot = Arc<Mutex<SandboxRecord>>;
@@ -57,6 +62,8 @@ pub struct Engine {
     sandboxes: RwLock<BTreeMap<String, Entry>>,
     /// Creations by idempotency key, checkpoints by id, active workspaces by folder.
     pub(super) locks: NamedLocks,
+    /// The host uid each sandbox with compute runs as.
+    pub(super) uids: std::sync::Mutex<HashMap<String, u32>>,
 }
 
 pub(super) fn internal(context: &str, e: impl std::fmt::Display) -> ApiError {
@@ -163,10 +170,22 @@ impl Engine {
     pub fn load(cfg: EngineConfig, layout: Layout, faults: FaultPlan) -> std::io::Result<Self> {
         settle_intents(&layout)?;
         let mut map = BTreeMap::new();
+        let (mut uids, mut live) = (HashMap::new(), HashSet::new());
         for mut rec in layout.load_sandboxes()? {
+            let id = rec.r#ref.sandbox_id.clone();
             let mut changed = reconcile(&mut rec);
+            if let Some(leader) = rec.leader {
+                if let Some(uid) = leader.host_uid {
+                    uids.insert(id.clone(), uid);
+                }
+                if leader.is_alive() {
+                    live.insert(id.clone());
+                }
+            }
             if rec.state == SandboxState::Suspended {
-                let resumed = rec.leader.is_some_and(|l| l.resume().is_ok());
+                let cg = cfg.cgroups.sandbox(&id);
+                let thawed = !cg.exists() || cg.thaw().is_ok();
+                let resumed = thawed && rec.leader.is_some_and(|l| l.resume().is_ok());
                 rec.state = if resumed {
                     SandboxState::Ready
                 } else {
@@ -188,12 +207,14 @@ impl Engine {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         }
+        cfg.cgroups.clean_stale(&live);
         Ok(Engine {
             cfg,
             layout,
             faults,
             sandboxes: RwLock::new(map),
             locks: NamedLocks::default(),
+            uids: std::sync::Mutex::new(uids),
         })
     }
 
@@ -216,28 +237,6 @@ impl Engine {
             supports_inventory: true,
             supports_checkpoint_delete: true,
         }
-    }
-
-    /// Starts a sandbox's leader: namespaced, or a plain process group without isolation.
-    /// Starting one blocks (bwrap's setup is waited for), so it runs off the async workers.
-    pub(super) async fn spawn_leader(
-        &self,
-        dir: &std::path::Path,
-        sandbox_id: &str,
-        network: NetworkMode,
-    ) -> Result<Leader, ApiError> {
-        let (dir, id, sandboxer) = (
-            dir.to_owned(),
-            sandbox_id.to_owned(),
-            self.cfg.sandboxer.clone(),
-        );
-        tokio::task::spawn_blocking(move || match sandboxer {
-            Some(sb) => sb.spawn_leader(&dir, &id, network),
-            None => process::spawn_leader(&dir, &id),
-        })
-        .await
-        .map_err(|e| internal("starting the sandbox", std::io::Error::other(e)))?
-        .map_err(|e| internal("starting the sandbox", e))
     }
 
     /// The sandbox, read from its file first if it was terminated before this start.
@@ -391,7 +390,7 @@ impl Engine {
         grant: &str,
         req: &ExecRequest,
     ) -> Result<ExecResponse, ApiError> {
-        let (leader, dir, resources) = {
+        let (leader, dir, resources, cgroup) = {
             let slot = self.slot(id)?;
             let mut rec = slot.lock().await;
             if reconcile(&mut rec) {
@@ -416,7 +415,12 @@ impl Engine {
                     ))
                 }
             };
-            (leader, rec.dir.clone(), rec.resources.clone())
+            (
+                leader,
+                rec.dir.clone(),
+                rec.resources.clone(),
+                self.cgroup(id),
+            )
         };
         if req.timeout_seconds == 0 || req.timeout_seconds > exec::MAX_TIMEOUT_SECONDS {
             return Err(ApiError::invalid(
@@ -451,6 +455,7 @@ impl Engine {
             stdin: req.stdin.as_deref(),
             timeout,
             limits: Limits::from_resources(&resources, timeout),
+            cgroup,
         })
         .await
         .map_err(|e| match e {
@@ -461,24 +466,40 @@ impl Engine {
         })
     }
 
-    /// Like [`Engine::kill_all`], without waiting; for teardown in `Drop`.
+    /// Like [`Engine::kill_all`], without an async wait; for teardown in `Drop`.
     pub fn kill_all_now(&self) {
+        let mut groups = Vec::new();
         for slot in self.slots() {
             if let Ok(rec) = slot.try_lock() {
                 if let Some(l) = rec.leader {
                     l.kill_now();
                 }
+                groups.extend(self.cgroup(&rec.r#ref.sandbox_id));
             }
         }
+        for cg in &groups {
+            cg.kill();
+        }
+        for cg in &groups {
+            let _ = cg.remove();
+        }
+        self.cfg.cgroups.remove_parents();
     }
 
-    /// Kills every sandbox's processes (used when tearing down a test or benchmark root).
+    /// Kills every sandbox's processes and removes their control groups (used when tearing
+    /// down a test or benchmark root).
     pub async fn kill_all(&self) {
         for slot in self.slots() {
             let rec = slot.lock().await;
+            let id = rec.r#ref.sandbox_id.clone();
+            if let Some(cg) = self.cgroup(&id) {
+                cg.kill();
+            }
             if let Some(l) = rec.leader {
                 let _ = l.kill_group().await;
             }
+            self.drop_bounds(&id).await;
         }
+        self.cfg.cgroups.remove_parents();
     }
 }

@@ -37,6 +37,8 @@ fn engine(root: &Path) -> TestEngine {
         grants: GrantVerifier::hmac(b"unit-test-secret"),
         clock: crate::Clock::system(),
         sandboxer: None,
+        cgroups: crate::cgroup::Cgroups::detect(root),
+        defaults: crate::Defaults::default(),
     };
     TestEngine(Engine::load(cfg, Layout::new(root).unwrap(), FaultPlan::default()).unwrap())
 }

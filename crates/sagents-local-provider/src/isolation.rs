@@ -23,8 +23,12 @@ use sagents_plugin_api::spec::NetworkMode;
 
 /// Where a sandbox sees its own files; its working directory and `HOME`.
 pub const WORKSPACE: &str = "/workspace";
-/// The host id root inside a sandbox maps to when the provider runs as root.
-pub const DEFAULT_SANDBOX_UID: u32 = 100_000;
+/// The host ids root inside a sandbox maps to when the provider runs as root: one per
+/// sandbox, so no per-user count (`RLIMIT_NPROC`) is shared between sandboxes.
+pub const DEFAULT_SANDBOX_UIDS: UidRange = UidRange {
+    first: 100_000,
+    last: 165_535,
+};
 const SYSTEM_DIRS: &[&str] = &[
     "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc",
 ];
@@ -40,11 +44,62 @@ text_enum! {
 #[error("sandbox namespaces are unavailable ({0}); start with `--isolation none` to run sandboxes without isolation")]
 pub struct Unavailable(String);
 
+/// A range of host uids (each also the gid) handed out one per sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UidRange {
+    pub first: u32,
+    pub last: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a sandbox uid range is FIRST-LAST, 1 <= FIRST <= LAST < 4294967294 (got `{0}`)")]
+pub struct BadUidRange(String);
+
+impl std::str::FromStr for UidRange {
+    type Err = BadUidRange;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || BadUidRange(s.chars().take(40).collect());
+        let (a, b) = s.trim().split_once('-').ok_or_else(bad)?;
+        let first: u32 = a.trim().parse().map_err(|_| bad())?;
+        let last: u32 = b.trim().parse().map_err(|_| bad())?;
+        if first == 0 || first > last || last >= u32::MAX - 1 {
+            return Err(bad());
+        }
+        Ok(UidRange { first, last })
+    }
+}
+
+impl std::fmt::Display for UidRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.first, self.last)
+    }
+}
+
+impl UidRange {
+    /// `count` uids from `first` (the old single `--sandbox-uid` as a range start).
+    pub fn starting_at(first: u32, count: u32) -> Result<Self, BadUidRange> {
+        let last = first.saturating_add(count.saturating_sub(1));
+        format!("{first}-{last}").parse()
+    }
+
+    /// The first uid of the range not in `taken`, looking from `offset` into the range on
+    /// (wrapping), so providers sharing a range seldom pick the same.
+    pub fn pick(&self, taken: &std::collections::HashSet<u32>, offset: u32) -> Option<u32> {
+        let len = u64::from(self.last - self.first) + 1;
+        (0..len)
+            .map(|i| self.first + ((u64::from(offset) + i) % len) as u32)
+            .find(|u| !taken.contains(u))
+    }
+}
+
 /// Starts and enters namespaced sandboxes.
 #[derive(Debug, Clone)]
 pub struct Sandboxer {
-    /// The host uid and gid sandboxes run as, when the provider can choose (runs as root).
-    user: Option<(u32, u32)>,
+    /// The host uids sandboxes run as, when the provider can choose (runs as root).
+    uids: Option<UidRange>,
+    /// The size of each sandbox's `/tmp`.
+    tmp_bytes: Option<u64>,
     helpers: Arc<Helpers>,
     filter: Filter,
 }
@@ -144,20 +199,30 @@ fn chown_tree(dir: &Path, uid: u32, gid: u32) -> io::Result<()> {
 
 impl Sandboxer {
     /// Checks that a namespaced sandbox can be started on this host, over a folder in `under`.
-    pub async fn detect(uid: Option<u32>, under: &Path) -> Result<Self, Unavailable> {
+    pub async fn detect(
+        uids: UidRange,
+        tmp_bytes: Option<u64>,
+        under: &Path,
+    ) -> Result<Self, Unavailable> {
         // SAFETY: geteuid(2) has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
-        let uid = uid.unwrap_or(DEFAULT_SANDBOX_UID);
         let sb = Sandboxer {
-            user: root.then_some((uid, uid)),
+            uids: root.then_some(uids),
+            tmp_bytes,
             helpers: Arc::new(Helpers::find(root)?),
             filter: Filter::new(),
         };
         let probe = under.join(format!("probe-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir(&probe).map_err(|e| Unavailable(e.to_string()))?;
-        sb.prepare(&probe).map_err(|e| Unavailable(e.to_string()))?;
-        let out = sb
-            .bwrap(&probe, NetworkMode::None)
+        let user = sb.uids.map(|r| (r.first, r.first));
+        let prepared = sb
+            .prepare(&probe, user)
+            .map_err(|e| Unavailable(e.to_string()))?;
+        let mut probe_cmd = sb.bwrap(&probe, NetworkMode::None);
+        if user.is_some() {
+            probe_cmd.uid(prepared.0).gid(prepared.1);
+        }
+        let out = probe_cmd
             .args(["--", "true"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -175,12 +240,17 @@ impl Sandboxer {
         }
     }
 
+    /// The uids sandboxes are handed out from, when the provider runs as root.
+    pub fn uids(&self) -> Option<UidRange> {
+        self.uids
+    }
+
     /// Hands a sandbox's folder to the id its processes run as: the folder's owner if that is
-    /// not root, else the provider's sandbox user (the files are chowned to it).
-    pub fn prepare(&self, dir: &Path) -> io::Result<(u32, u32)> {
+    /// not root, else `user`, the sandbox's own host id (the files are chowned to it).
+    pub fn prepare(&self, dir: &Path, user: Option<(u32, u32)>) -> io::Result<(u32, u32)> {
         use std::os::unix::fs::MetadataExt;
         let meta = dir.metadata()?;
-        match self.user {
+        match user {
             Some(_) if meta.uid() != 0 => Ok((meta.uid(), meta.gid())),
             Some((uid, gid)) => {
                 chown_tree(dir, uid, gid)?;
@@ -224,36 +294,40 @@ impl Sandboxer {
                 Err(_) => {}
             }
         }
-        cmd.args([
-            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind",
-        ])
-        .arg(dir)
-        .args([
-            WORKSPACE, "--chdir", WORKSPACE, "--setenv", "HOME", WORKSPACE,
-        ])
-        .env_clear()
-        .env("PATH", SAFE_PATH)
-        .stdin(Stdio::null())
-        .kill_on_drop(false);
-        if let Some((uid, gid)) = self.user {
-            cmd.uid(uid).gid(gid);
+        cmd.args(["--dev", "/dev", "--proc", "/proc"]);
+        if let Some(bytes) = self.tmp_bytes {
+            cmd.arg("--size").arg(bytes.to_string());
         }
+        cmd.args(["--tmpfs", "/tmp", "--bind"])
+            .arg(dir)
+            .args([
+                WORKSPACE, "--chdir", WORKSPACE, "--setenv", "HOME", WORKSPACE,
+            ])
+            .env_clear()
+            .env("PATH", SAFE_PATH)
+            .stdin(Stdio::null())
+            .kill_on_drop(false);
         cmd
     }
 
-    /// Starts the sandbox's leader: `sleep infinity` as the first process of its namespaces.
-    /// The leader recorded is the namespace's init, whose death ends every process in it.
+    /// Starts the sandbox's leader: `sleep infinity` as the first process of its namespaces,
+    /// as host uid `user` (when the provider runs as root), in the control groups whose
+    /// `cgroup.procs` are `cgroup`. The leader recorded is the namespace's init, whose death
+    /// ends every process in it.
     pub fn spawn_leader(
         &self,
         dir: &Path,
         sandbox_id: &str,
         network: NetworkMode,
+        user: Option<u32>,
+        cgroup: Vec<OwnedFd>,
     ) -> io::Result<Leader> {
-        let (uid, gid) = self.prepare(dir)?;
+        let user = user.filter(|_| self.uids.is_some()).map(|u| (u, u));
+        let (uid, gid) = self.prepare(dir, user)?;
         let (info_r, info_w) = pipe()?;
         let info_fd = info_w.as_raw_fd();
         let mut cmd = self.bwrap(dir, network);
-        if self.user.is_some() {
+        if user.is_some() {
             cmd.uid(uid).gid(gid);
         }
         // The monitor bwrap leaves outside the namespaces works in the sandbox's folder, so
@@ -264,9 +338,10 @@ impl Sandboxer {
             .args(["--", "sleep", "infinity"])
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        // SAFETY: fcntl(2) and prctl(2) are async-signal-safe.
+        // SAFETY: write(2), fcntl(2) and prctl(2) are async-signal-safe.
         unsafe {
             cmd.pre_exec(move || {
+                super::cgroup::join(&cgroup)?;
                 if libc::fcntl(info_fd, libc::F_SETFD, 0) != 0 {
                     return Err(io::Error::last_os_error());
                 }
@@ -300,6 +375,7 @@ impl Sandboxer {
             pid,
             start_time,
             pid_ns,
+            host_uid: user.map(|_| uid),
         })
     }
 
@@ -366,5 +442,52 @@ pub fn no_new_privs() -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn uid_ranges_parse_and_refuse_root_and_reversed() {
+        assert_eq!(
+            "100000-165535".parse::<UidRange>(),
+            Ok(DEFAULT_SANDBOX_UIDS)
+        );
+        for bad in ["0-10", "10-5", "5", "a-b", "1-4294967295", ""] {
+            assert!(bad.parse::<UidRange>().is_err(), "{bad}");
+        }
+        assert_eq!(
+            UidRange::starting_at(200_000, 65_536),
+            Ok(UidRange {
+                first: 200_000,
+                last: 265_535
+            })
+        );
+    }
+
+    #[test]
+    fn each_sandbox_gets_a_uid_no_other_holds() {
+        let r: UidRange = "10-12".parse().unwrap();
+        let mut taken = HashSet::new();
+        for want in [10, 11, 12] {
+            let uid = r.pick(&taken, 0).unwrap();
+            assert_eq!(uid, want);
+            taken.insert(uid);
+        }
+        assert_eq!(r.pick(&taken, 0), None, "a full range hands out nothing");
+        taken.remove(&11);
+        assert_eq!(
+            r.pick(&taken, 0),
+            Some(11),
+            "a freed uid is handed out again"
+        );
+        assert_eq!(
+            r.pick(&HashSet::from([12]), 2),
+            Some(10),
+            "the search wraps"
+        );
     }
 }

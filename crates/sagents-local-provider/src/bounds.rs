@@ -1,0 +1,141 @@
+//! What bounds a sandbox as a whole: its control group (see [`super::cgroup`]), made from
+//! the spec's resources or the operator's defaults, and the host uid it runs as, one per
+//! sandbox from the configured range.
+
+use std::collections::HashSet;
+
+use super::cgroup::{Bounds, Controller, SandboxCgroup};
+use super::engine::{internal, Engine};
+use super::error::ApiError;
+use super::isolation::Sandboxer;
+use super::process::{self, Leader};
+use sagents_plugin_api::spec::Resources;
+
+impl Engine {
+    /// Where sandbox `id`'s control group is, one folder per hierarchy, whether or not it
+    /// exists (for tests and tools).
+    pub fn cgroup_dirs(&self, id: &str) -> Vec<std::path::PathBuf> {
+        self.cfg.cgroups.sandbox(id).dirs().to_vec()
+    }
+
+    /// Sandbox `id`'s control group, if it has one.
+    pub(super) fn cgroup(&self, id: &str) -> Option<SandboxCgroup> {
+        let cg = self.cfg.cgroups.sandbox(id);
+        cg.exists().then_some(cg)
+    }
+
+    /// A host uid for sandbox `id` that no other sandbox of this provider holds (the same
+    /// one again for an id that has one).
+    fn allocate_uid(&self, id: &str, range: super::isolation::UidRange) -> Result<u32, ApiError> {
+        let mut uids = self.uids.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&uid) = uids.get(id) {
+            return Ok(uid);
+        }
+        let taken: HashSet<u32> = uids.values().copied().collect();
+        let uid = range.pick(&taken, rand::random()).ok_or_else(|| {
+            ApiError::recoverable(
+                "sandbox.capacity",
+                format!("every sandbox uid ({range}) is in use"),
+            )
+        })?;
+        uids.insert(id.to_owned(), uid);
+        Ok(uid)
+    }
+
+    /// Kills whatever is left in sandbox `id`'s control group, removes the group and frees
+    /// its uid; once its compute is gone.
+    pub(super) async fn drop_bounds(&self, id: &str) {
+        if let Some(cg) = self.cgroup(id) {
+            let removed = tokio::task::spawn_blocking(move || {
+                cg.kill();
+                cg.remove()
+            })
+            .await;
+            if let Ok(Err(e)) = removed {
+                tracing::warn!(sandbox_id = %id, error = %e, "could not remove the sandbox's cgroup");
+            }
+        }
+        self.uids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+    }
+
+    /// The spec's bounds, refused (422) when impossible or when it asks for a limit this
+    /// host does not let the provider enforce.
+    fn bounds(&self, r: &Resources) -> Result<Bounds, ApiError> {
+        let bounds = Bounds::from_resources(r, &self.cfg.defaults)
+            .map_err(|e| ApiError::invalid("validation.failed", e.to_string()))?;
+        let asked = [
+            ("max_processes", r.max_processes.is_some(), Controller::Pids),
+            ("memory_mb", r.memory_mb.is_some(), Controller::Memory),
+            ("cpu_percent", r.cpu_percent.is_some(), Controller::Cpu),
+        ];
+        for (field, set, c) in asked {
+            if set && !self.cfg.cgroups.has(c) {
+                return Err(ApiError::invalid(
+                    "sandbox.resources_unenforceable",
+                    format!(
+                        "sandbox_spec.resources.{field}: this host gives the provider no writable `{}` cgroup controller, so the limit cannot be enforced",
+                        c.name()
+                    ),
+                ));
+            }
+        }
+        Ok(bounds)
+    }
+
+    /// Starts a sandbox's leader: namespaced, or a plain process group without isolation;
+    /// in its own control group bounded by `resources` (or the defaults), as its own host
+    /// uid. Starting one blocks (bwrap's setup is waited for), so it runs off the async
+    /// workers.
+    pub(super) async fn spawn_leader(
+        &self,
+        dir: &std::path::Path,
+        sandbox_id: &str,
+        resources: &Resources,
+    ) -> Result<Leader, ApiError> {
+        let bounds = self.bounds(resources)?;
+        let range = self.cfg.sandboxer.as_ref().and_then(Sandboxer::uids);
+        let uid = match range {
+            Some(range) => Some(self.allocate_uid(sandbox_id, range)?),
+            None => None,
+        };
+        let (dir, id, sandboxer, cgroups) = (
+            dir.to_owned(),
+            sandbox_id.to_owned(),
+            self.cfg.sandboxer.clone(),
+            self.cfg.cgroups.clone(),
+        );
+        let network = resources.network();
+        let started = tokio::task::spawn_blocking(move || {
+            let cg = match cgroups.is_empty() {
+                true => None,
+                false => Some(cgroups.create(&id, &bounds)?),
+            };
+            let fds = match &cg {
+                Some(cg) => cg.open_procs()?,
+                None => Vec::new(),
+            };
+            let started = match sandboxer {
+                Some(sb) => sb.spawn_leader(&dir, &id, network, uid, fds),
+                None => process::spawn_leader(&dir, &id, fds),
+            };
+            if let (Err(_), Some(cg)) = (&started, cg) {
+                cg.kill();
+                let _ = cg.remove();
+            }
+            started
+        })
+        .await
+        .map_err(|e| internal("starting the sandbox", std::io::Error::other(e)))
+        .and_then(|r| r.map_err(|e| internal("starting the sandbox", e)));
+        if started.is_err() {
+            self.uids
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(sandbox_id);
+        }
+        started
+    }
+}
