@@ -9,6 +9,7 @@ mod crash;
 mod faults;
 mod grants;
 mod hostile;
+mod hostile_bounds;
 mod inventory;
 mod isolation;
 mod lifecycle;
