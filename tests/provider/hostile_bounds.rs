@@ -331,3 +331,67 @@ async fn a_spec_asking_for_impossible_bounds_is_refused() {
         (422, "validation.failed".into())
     );
 }
+
+#[tokio::test]
+async fn uids_stay_taken_across_a_restart_and_are_freed_by_a_terminate() {
+    let range: sagents_local_provider::UidRange = "300000-300001".parse().unwrap();
+    let mut h = Harness::with(|c| c.sandbox_uids = range).await;
+    let a = h.provision("a").await;
+    h.restart().await;
+    let b = h.provision("b").await;
+    let (ua, ub) = (host_uid(&a), host_uid(&b));
+    assert_ne!(ua, ub, "a restart handed out a uid a live sandbox holds");
+    // No uid left: a retryable refusal, not a sandbox sharing one.
+    match h
+        .provision_spec("c", spec(WorkspaceMode::Isolated, None))
+        .await
+    {
+        Err(ProviderCallError::Recoverable { status, error }) => {
+            assert_eq!((status, error.code.as_str()), (503, "sandbox.capacity"))
+        }
+        other => panic!("expected a retryable refusal, got {other:?}"),
+    }
+    h.release(&a, ReleaseDisposition::Terminate, "r1")
+        .await
+        .unwrap();
+    let c = h.provision("c").await;
+    assert_eq!(
+        host_uid(&c),
+        ua,
+        "a terminated sandbox's uid is handed out again"
+    );
+}
+
+#[tokio::test]
+async fn a_start_removes_the_cgroups_of_sandboxes_that_are_gone() {
+    let mut h = Harness::start().await;
+    let live = h.provision("p1").await;
+    let dirs = cgroup_dirs(&h, &live);
+    // What a crashed provider would leave: a group no sandbox of this root owns, with a
+    // process in it.
+    let stale: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| d.with_file_name("sbx_crashed"))
+        .collect();
+    for d in &stale {
+        std::fs::create_dir(d).unwrap();
+    }
+    let mut child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    std::fs::write(stale[0].join("cgroup.procs"), child.id().to_string()).unwrap();
+    h.restart().await;
+    for d in &stale {
+        assert!(!d.exists(), "{} survived the start", d.display());
+    }
+    let status = child.wait().unwrap();
+    assert!(
+        !status.success(),
+        "the stale group's process was not killed"
+    );
+    for d in &dirs {
+        assert!(d.exists(), "a live sandbox lost its cgroup {}", d.display());
+    }
+    answers_promptly(&h, &live).await;
+}
