@@ -139,3 +139,80 @@ impl Engine {
         started
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::cgroup::{Cgroups, Defaults};
+    use super::super::engine::EngineConfig;
+    use super::super::faults::FaultPlan;
+    use super::super::state::Layout;
+    use super::*;
+    use sagents_plugin_api::grant::GrantVerifier;
+    use sagents_plugin_api::spec::{ResolvedSandboxSpec, WorkspaceMode};
+    use sagents_plugin_api::wire::{ProvisionRequest, RequestContext};
+
+    #[tokio::test]
+    async fn a_limit_the_host_cannot_enforce_is_refused_not_dropped() {
+        let root = tempfile::tempdir().unwrap();
+        let cfg = EngineConfig {
+            workspace_root: root.path().join("workspaces"),
+            grants: GrantVerifier::hmac(b"unit-test-secret"),
+            clock: crate::Clock::system(),
+            sandboxer: None,
+            // A host that lets the provider make no cgroup at all.
+            cgroups: Cgroups::default(),
+            defaults: Defaults::default(),
+        };
+        let layout = Layout::new(root.path()).unwrap();
+        let engine = Engine::load(cfg, layout, FaultPlan::default()).unwrap();
+        let req = |key: &str, r: Resources| {
+            let mut spec = ResolvedSandboxSpec::example("local", WorkspaceMode::Isolated);
+            spec.resources = r;
+            ProvisionRequest {
+                spec,
+                owner_run_id: "run_1".into(),
+                tenant_id: "acme".into(),
+                idempotency_key: key.into(),
+                context: RequestContext::default(),
+            }
+        };
+        for (key, r) in [
+            (
+                "pids",
+                Resources {
+                    max_processes: Some(8),
+                    ..Resources::default()
+                },
+            ),
+            (
+                "mem",
+                Resources {
+                    memory_mb: Some(64),
+                    ..Resources::default()
+                },
+            ),
+            (
+                "cpu",
+                Resources {
+                    cpu_percent: Some(50),
+                    ..Resources::default()
+                },
+            ),
+        ] {
+            let err = engine.provision(&req(key, r)).await.unwrap_err();
+            assert_eq!(err.status.as_u16(), 422, "{key}");
+            assert_eq!(err.body.code, "sandbox.resources_unenforceable", "{key}");
+        }
+        assert!(
+            engine.resident_sandboxes() == 0,
+            "a refusal created a sandbox"
+        );
+        // A spec asking for nothing still runs, unbounded as the start log says.
+        let (h, _) = engine
+            .provision(&req("plain", Resources::default()))
+            .await
+            .unwrap();
+        assert_eq!(h.state, sagents_plugin_api::wire::SandboxState::Ready);
+        engine.kill_all().await;
+    }
+}
