@@ -22,6 +22,8 @@ pub const CPU_PERIOD_US: u64 = 100_000;
 pub const LEADER_PROCESSES: u64 = 3;
 /// The smallest memory limit a sandbox can start under.
 pub const MIN_MEMORY_MB: u64 = 16;
+/// The most processes a sandbox may ask for (the kernel's pid space is 4 194 304).
+pub const MAX_PROCESSES: u32 = 4_000_000;
 const WAIT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -82,8 +84,8 @@ pub struct Bounds {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BoundsError {
-    #[error("sandbox_spec.resources.max_processes must be at least 1")]
-    NoProcesses,
+    #[error("sandbox_spec.resources.max_processes must be 1 to {MAX_PROCESSES}")]
+    Processes,
     #[error("sandbox_spec.resources.memory_mb must be at least {MIN_MEMORY_MB}")]
     TooLittleMemory,
     #[error("sandbox_spec.resources.cpu_percent must be 1 to 100000")]
@@ -96,8 +98,8 @@ impl Bounds {
         let processes = u64::from(r.max_processes.unwrap_or(d.max_processes));
         let memory_mb = r.memory_mb.unwrap_or(d.memory_mb);
         let cpu = u64::from(r.cpu_percent.unwrap_or(d.cpu_percent));
-        if processes == 0 {
-            return Err(BoundsError::NoProcesses);
+        if processes == 0 || processes > u64::from(MAX_PROCESSES) {
+            return Err(BoundsError::Processes);
         }
         if memory_mb < MIN_MEMORY_MB {
             return Err(BoundsError::TooLittleMemory);
@@ -568,7 +570,11 @@ mod tests {
         };
         assert_eq!(
             with(|r| r.max_processes = Some(0)),
-            Err(BoundsError::NoProcesses)
+            Err(BoundsError::Processes)
+        );
+        assert_eq!(
+            with(|r| r.max_processes = Some(u32::MAX)),
+            Err(BoundsError::Processes)
         );
         assert_eq!(
             with(|r| r.memory_mb = Some(1)),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
-use super::cgroup::{Defaults, MIN_MEMORY_MB};
+use super::cgroup::{Defaults, MAX_PROCESSES, MIN_MEMORY_MB};
 use super::isolation::BadUidRange;
 use super::{Config, IsolationMode, UidRange};
 
@@ -101,7 +101,7 @@ pub struct ServeArgs {
     )]
     pub sandbox_uid: Option<u32>,
     /// Processes a sandbox may run when its spec sets no `max_processes`.
-    #[arg(long, env = "SAGENTS_PROVIDER_DEFAULT_MAX_PROCESSES", default_value_t = Defaults::default().max_processes, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "SAGENTS_PROVIDER_DEFAULT_MAX_PROCESSES", default_value_t = Defaults::default().max_processes, value_parser = clap::value_parser!(u32).range(1..=MAX_PROCESSES as i64))]
     pub default_max_processes: u32,
     /// Memory (MiB, its `/tmp` included) a sandbox may use when its spec sets no `memory_mb`.
     #[arg(long, env = "SAGENTS_PROVIDER_DEFAULT_MEMORY_MB", default_value_t = Defaults::default().memory_mb, value_parser = clap::value_parser!(u64).range(MIN_MEMORY_MB..))]
@@ -277,5 +277,69 @@ mod tests {
         // Both is refused when the provider starts (an empty variable counts as unset).
         assert!(argv(&["--grant-public-key-file", path, "--grant-secret", "s"]).is_ok());
         assert!(argv(&["--grant-public-key", "k", "--grant-public-key-file", path]).is_err());
+    }
+
+    #[test]
+    fn sandbox_bounds_and_uids_come_from_flags() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["sagents-local-provider", "serve", "--root", "/tmp/r"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).map(|c| {
+                let Command::Serve(args) = c.command;
+                args.into_config()
+            })
+        };
+        let cfg = parse(&[]).unwrap().unwrap();
+        assert_eq!(cfg.defaults, Defaults::default());
+        assert_eq!(
+            cfg.sandbox_uids,
+            super::super::isolation::DEFAULT_SANDBOX_UIDS
+        );
+        let cfg = parse(&[
+            "--sandbox-uid-range",
+            "200000-200009",
+            "--default-max-processes",
+            "64",
+            "--default-memory-mb",
+            "256",
+            "--default-cpu-percent",
+            "50",
+            "--default-tmp-mb",
+            "8",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (cfg.sandbox_uids.first, cfg.sandbox_uids.last),
+            (200_000, 200_009)
+        );
+        assert_eq!(
+            cfg.defaults,
+            Defaults {
+                max_processes: 64,
+                memory_mb: 256,
+                cpu_percent: 50,
+                tmp_mb: 8
+            }
+        );
+        let old = parse(&["--sandbox-uid", "300000"]).unwrap().unwrap();
+        assert_eq!(
+            (old.sandbox_uids.first, old.sandbox_uids.last),
+            (300_000, 365_535)
+        );
+        for bad in [
+            &["--sandbox-uid-range", "0-10"][..],
+            &["--sandbox-uid-range", "1-2", "--sandbox-uid", "5"],
+            &["--default-memory-mb", "8"],
+            &["--default-max-processes", "0"],
+            &["--default-cpu-percent", "0"],
+            &["--default-tmp-mb", "0"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(matches!(
+            parse(&["--sandbox-uid", "0"]).unwrap(),
+            Err(SecretFileError::UidRange(_))
+        ));
     }
 }
