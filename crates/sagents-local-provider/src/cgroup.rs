@@ -619,4 +619,50 @@ mod tests {
         assert_eq!(v2.sandbox("s").dirs(), [PathBuf::from("/cg/p/s")]);
         assert!(v2.missing().is_empty());
     }
+
+    /// On the cgroup2 hierarchy (even one without controllers, as on hybrid hosts), a group
+    /// is joined, frozen whole, killed while frozen and removed.
+    #[test]
+    fn a_v2_group_freezes_kills_and_goes() {
+        let Some(m) = mounts().into_iter().find(|m| m.v2) else {
+            eprintln!("no cgroup2 mount here; skipped");
+            return;
+        };
+        let Some(base) = own_group(None).map(|g| under_mount(&m, &g)) else {
+            return;
+        };
+        if !writable(&base)
+            || !base.join("cgroup.freeze").exists() && !base.join("cgroup.procs").exists()
+        {
+            eprintln!("{} is not writable here; skipped", base.display());
+            return;
+        }
+        let shared = base.join(format!("sagents-unit-{}", uuid::Uuid::new_v4().simple()));
+        let parent = shared.join("root-hash");
+        let cgroups = Cgroups {
+            v2: true,
+            parents: vec![(Controller::Freezer, parent.clone())],
+        };
+        let bounds = Bounds::from_resources(&Resources::default(), &Defaults::default()).unwrap();
+        let cg = cgroups.create("sbx_unit", &bounds).unwrap();
+        let fds = cg.open_procs().unwrap();
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("30");
+        // SAFETY: the closure only calls write(2).
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || join(&fds));
+        }
+        let mut child = cmd.spawn().unwrap();
+        let pid = child.id() as i32;
+        assert_eq!(cg.members(), [pid]);
+        cg.freeze().unwrap();
+        let events = std::fs::read_to_string(cg.dirs()[0].join("cgroup.events")).unwrap();
+        assert!(events.contains("frozen 1"), "{events}");
+        cg.kill();
+        assert!(!child.wait().unwrap().success());
+        cg.remove().unwrap();
+        assert!(!cg.exists());
+        cgroups.remove_parents();
+        assert!(!shared.exists());
+    }
 }
