@@ -1,9 +1,11 @@
 //! A control group per sandbox, bounding it as a whole: its process count, memory and CPU,
 //! and freezing every process of it in one write before a snapshot. The groups live under a
 //! parent owned by this provider (`sagents/<hash of ROOT>` below the provider's own group in
-//! each hierarchy), named after the sandbox id. cgroup v2 is used where it is mounted with
-//! the controllers delegated, else the v1 `pids`, `memory`, `cpu` and `freezer` hierarchies;
-//! a controller the host lacks is reported (see [`Cgroups::missing`]), never faked.
+//! each hierarchy; on v2 beside it when that group holds processes, as v2 hands controllers
+//! down only from groups without any), named after the sandbox id. cgroup v2 is used where
+//! its controllers reach the provider's group, else the v1 `pids`, `memory`, `cpu` and
+//! `freezer` hierarchies; a controller the host lacks is reported (see [`Cgroups::missing`]),
+//! never faked.
 
 use std::collections::HashSet;
 use std::io;
@@ -236,8 +238,19 @@ impl Cgroups {
         {
             return None;
         }
-        let parent = base.join(leaf);
-        let mut dir = base.clone();
+        // Only a group without processes (or the root) hands controllers down, so when the
+        // provider's own group holds processes its sandboxes' parent goes beside it.
+        let holds_processes =
+            std::fs::read_to_string(base.join("cgroup.procs")).is_ok_and(|p| !p.trim().is_empty());
+        let anchor = match base != m.point && holds_processes {
+            true => base
+                .parent()
+                .filter(|p| p.starts_with(&m.point))?
+                .to_path_buf(),
+            false => base,
+        };
+        let parent = anchor.join(leaf);
+        let mut dir = anchor;
         for part in leaf.components() {
             write(&dir.join("cgroup.subtree_control"), "+pids +memory +cpu").ok()?;
             dir = dir.join(part);
