@@ -42,6 +42,19 @@ fn processes_running(h: &SandboxHandle, cmdline: &str) -> usize {
         .count()
 }
 
+/// Waits (bounded) until none of `dirs` exists: a group is removed once its processes are gone.
+async fn gone(dirs: &[PathBuf]) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while let Some(d) = dirs.iter().find(|d| d.exists()) {
+        assert!(
+            Instant::now() < deadline,
+            "{} outlived the sandbox",
+            d.display()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 fn read_trim(path: &Path) -> String {
     std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -188,9 +201,7 @@ async fn a_snapshot_freezes_every_process_of_the_sandbox_and_none_outlives_it() 
         .await
         .unwrap();
     let checkpoint = receipt.checkpoint.expect("a checkpoint");
-    for dir in cgroup_dirs(&h, &sbx) {
-        assert!(!dir.exists(), "{} outlived the release", dir.display());
-    }
+    gone(&cgroup_dirs(&h, &sbx)).await;
     let survivors: Vec<i32> = std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -286,9 +297,7 @@ async fn each_sandbox_has_its_own_bounded_cgroup_until_it_is_terminated() {
     h.release(&bounded, ReleaseDisposition::Terminate, "r1")
         .await
         .unwrap();
-    for dir in &dirs {
-        assert!(!dir.exists(), "{} outlived the sandbox", dir.display());
-    }
+    gone(&dirs).await;
     assert!(proc_state(sleeper).is_none());
 }
 

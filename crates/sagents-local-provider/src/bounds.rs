@@ -42,18 +42,18 @@ impl Engine {
         Ok(uid)
     }
 
-    /// Kills whatever is left in sandbox `id`'s control group, removes the group and frees
-    /// its uid; once its compute is gone.
-    pub(super) async fn drop_bounds(&self, id: &str) {
+    /// Once sandbox `id`'s compute is gone: frees its uid, and kills whatever is left in its
+    /// control group and removes the group in the background (the kernel takes milliseconds
+    /// per hierarchy; a group left by a crash is removed at the next start).
+    pub(super) fn drop_bounds(&self, id: &str) {
         if let Some(cg) = self.cgroup(id) {
-            let removed = tokio::task::spawn_blocking(move || {
+            let id = id.to_owned();
+            tokio::task::spawn_blocking(move || {
                 cg.kill();
-                cg.remove()
-            })
-            .await;
-            if let Ok(Err(e)) = removed {
-                tracing::warn!(sandbox_id = %id, error = %e, "could not remove the sandbox's cgroup");
-            }
+                if let Err(e) = cg.remove() {
+                    tracing::warn!(sandbox_id = %id, error = %e, "could not remove the sandbox's cgroup");
+                }
+            });
         }
         self.uids
             .lock()

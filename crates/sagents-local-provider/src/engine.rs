@@ -498,7 +498,10 @@ impl Engine {
             if let Some(l) = rec.leader {
                 let _ = l.kill_group().await;
             }
-            self.drop_bounds(&id).await;
+            if let Some(cg) = self.cgroup(&id) {
+                let _ = tokio::task::spawn_blocking(move || cg.remove()).await;
+            }
+            self.drop_bounds(&id);
         }
         self.cfg.cgroups.remove_parents();
     }

@@ -134,7 +134,7 @@ impl Engine {
             }
         }
         rec.leader = None;
-        self.drop_bounds(&id).await;
+        self.drop_bounds(&id);
         if rec.workspace_mode == WorkspaceMode::Isolated {
             self.discard_dir(rec);
         }
