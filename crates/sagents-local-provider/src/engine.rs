@@ -465,44 +465,4 @@ impl Engine {
             other => ApiError::invalid("validation.failed", other.to_string()),
         })
     }
-
-    /// Like [`Engine::kill_all`], without an async wait; for teardown in `Drop`.
-    pub fn kill_all_now(&self) {
-        let mut groups = Vec::new();
-        for slot in self.slots() {
-            if let Ok(rec) = slot.try_lock() {
-                if let Some(l) = rec.leader {
-                    l.kill_now();
-                }
-                groups.extend(self.cgroup(&rec.r#ref.sandbox_id));
-            }
-        }
-        for cg in &groups {
-            cg.kill();
-        }
-        for cg in &groups {
-            let _ = cg.remove();
-        }
-        self.cfg.cgroups.remove_parents();
-    }
-
-    /// Kills every sandbox's processes and removes their control groups (used when tearing
-    /// down a test or benchmark root).
-    pub async fn kill_all(&self) {
-        for slot in self.slots() {
-            let rec = slot.lock().await;
-            let id = rec.r#ref.sandbox_id.clone();
-            if let Some(cg) = self.cgroup(&id) {
-                cg.kill();
-            }
-            if let Some(l) = rec.leader {
-                let _ = l.kill_group().await;
-            }
-            if let Some(cg) = self.cgroup(&id) {
-                let _ = tokio::task::spawn_blocking(move || cg.remove()).await;
-            }
-            self.drop_bounds(&id);
-        }
-        self.cfg.cgroups.remove_parents();
-    }
 }
