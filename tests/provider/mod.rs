@@ -9,6 +9,7 @@ mod crash;
 mod faults;
 mod grants;
 mod hostile;
+mod hostile_bounds;
 mod hostile_doors;
 mod hostile_files;
 mod inventory;

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
-use super::{Config, IsolationMode};
+use super::cgroup::{Defaults, MAX_PROCESSES, MIN_MEMORY_MB};
+use super::isolation::BadUidRange;
+use super::{Config, IsolationMode, UidRange};
 
 const FAULT_HELP: &str = "\
 Test only: inject faults. SPEC is RULE(;RULE)*, RULE is POINT=ACTION(:MODIFIER)*.
@@ -109,9 +111,29 @@ pub struct ServeArgs {
     /// bubblewrap; the provider refuses to start without it); `none`: on the host, unisolated.
     #[arg(long, env = "SAGENTS_PROVIDER_ISOLATION", default_value = "namespaces")]
     pub isolation: IsolationMode,
-    /// Host uid and gid that root inside a sandbox maps to, when the provider runs as root.
-    #[arg(long, env = "SAGENTS_PROVIDER_SANDBOX_UID", default_value_t = super::isolation::DEFAULT_SANDBOX_UID)]
-    pub sandbox_uid: u32,
+    /// Host uids (each also the gid) handed out one per sandbox, when the provider runs as
+    /// root; give each provider on a host its own range.
+    #[arg(long, env = "SAGENTS_PROVIDER_SANDBOX_UID_RANGE", value_name = "FIRST-LAST", default_value_t = super::isolation::DEFAULT_SANDBOX_UIDS)]
+    pub sandbox_uid_range: UidRange,
+    /// Older form: the first of 65536 sandbox uids.
+    #[arg(
+        long,
+        env = "SAGENTS_PROVIDER_SANDBOX_UID",
+        conflicts_with = "sandbox_uid_range"
+    )]
+    pub sandbox_uid: Option<u32>,
+    /// Processes a sandbox may run when its spec sets no `max_processes`.
+    #[arg(long, env = "SAGENTS_PROVIDER_DEFAULT_MAX_PROCESSES", default_value_t = Defaults::default().max_processes, value_parser = clap::value_parser!(u32).range(1..=MAX_PROCESSES as i64))]
+    pub default_max_processes: u32,
+    /// Memory (MiB, its `/tmp` included) a sandbox may use when its spec sets no `memory_mb`.
+    #[arg(long, env = "SAGENTS_PROVIDER_DEFAULT_MEMORY_MB", default_value_t = Defaults::default().memory_mb, value_parser = clap::value_parser!(u64).range(MIN_MEMORY_MB..))]
+    pub default_memory_mb: u64,
+    /// CPU share (100 = one core) a sandbox gets when its spec sets no `cpu_percent`.
+    #[arg(long, env = "SAGENTS_PROVIDER_DEFAULT_CPU_PERCENT", default_value_t = Defaults::default().cpu_percent, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub default_cpu_percent: u32,
+    /// Size (MiB) of each sandbox's `/tmp`.
+    #[arg(long, env = "SAGENTS_PROVIDER_DEFAULT_TMP_MB", default_value_t = Defaults::default().tmp_mb, value_parser = clap::value_parser!(u64).range(1..))]
+    pub default_tmp_mb: u64,
     /// Test only: faults to inject (see below).
     #[arg(long, env = "SAGENTS_PROVIDER_FAULT_INJECTION", value_name = "SPEC", long_help = FAULT_HELP)]
     pub fault_injection: Option<String>,
@@ -127,6 +149,8 @@ pub enum SecretFileError {
     },
     #[error("{0} is empty")]
     Empty(PathBuf),
+    #[error("--sandbox-uid: {0}")]
+    UidRange(#[from] BadUidRange),
 }
 
 /// A secret read from `path`, without one trailing newline; a file others may read is used
@@ -193,7 +217,16 @@ impl ServeArgs {
             clock: super::Clock::system(),
             fault_injection: self.fault_injection,
             isolation: self.isolation,
-            sandbox_uid: Some(self.sandbox_uid),
+            sandbox_uids: match self.sandbox_uid {
+                Some(first) => UidRange::starting_at(first, 65_536)?,
+                None => self.sandbox_uid_range,
+            },
+            defaults: Defaults {
+                max_processes: self.default_max_processes,
+                memory_mb: self.default_memory_mb,
+                cpu_percent: self.default_cpu_percent,
+                tmp_mb: self.default_tmp_mb,
+            },
         })
     }
 }
@@ -317,5 +350,69 @@ mod tests {
         // Both is refused when the provider starts (an empty variable counts as unset).
         assert!(argv(&["--grant-public-key-file", path, "--grant-secret", "s"]).is_ok());
         assert!(argv(&["--grant-public-key", "k", "--grant-public-key-file", path]).is_err());
+    }
+
+    #[test]
+    fn sandbox_bounds_and_uids_come_from_flags() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["sagents-local-provider", "serve", "--root", "/tmp/r"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).map(|c| {
+                let Command::Serve(args) = c.command;
+                args.into_config()
+            })
+        };
+        let cfg = parse(&[]).unwrap().unwrap();
+        assert_eq!(cfg.defaults, Defaults::default());
+        assert_eq!(
+            cfg.sandbox_uids,
+            super::super::isolation::DEFAULT_SANDBOX_UIDS
+        );
+        let cfg = parse(&[
+            "--sandbox-uid-range",
+            "200000-200009",
+            "--default-max-processes",
+            "64",
+            "--default-memory-mb",
+            "256",
+            "--default-cpu-percent",
+            "50",
+            "--default-tmp-mb",
+            "8",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (cfg.sandbox_uids.first, cfg.sandbox_uids.last),
+            (200_000, 200_009)
+        );
+        assert_eq!(
+            cfg.defaults,
+            Defaults {
+                max_processes: 64,
+                memory_mb: 256,
+                cpu_percent: 50,
+                tmp_mb: 8
+            }
+        );
+        let old = parse(&["--sandbox-uid", "300000"]).unwrap().unwrap();
+        assert_eq!(
+            (old.sandbox_uids.first, old.sandbox_uids.last),
+            (300_000, 365_535)
+        );
+        for bad in [
+            &["--sandbox-uid-range", "0-10"][..],
+            &["--sandbox-uid-range", "1-2", "--sandbox-uid", "5"],
+            &["--default-memory-mb", "8"],
+            &["--default-max-processes", "0"],
+            &["--default-cpu-percent", "0"],
+            &["--default-tmp-mb", "0"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(matches!(
+            parse(&["--sandbox-uid", "0"]).unwrap(),
+            Err(SecretFileError::UidRange(_))
+        ));
     }
 }

@@ -254,7 +254,7 @@ impl Engine {
         };
         self.crash_after(FaultPoint::CreateFiles)?;
         let leader = self
-            .spawn_leader(opened, &intent.sandbox_id, req.spec.resources.network())
+            .spawn_leader(opened, &intent.sandbox_id, &req.spec.resources)
             .await?;
         self.crash_after(FaultPoint::CreateLeader)?;
         let now = Utc::now();

@@ -2,7 +2,7 @@
 //! and `restore.rs`, release in `release.rs`. Each sandbox has its own lock; creations share one, so idempotency keys of
 //! provisions and restores are checked and recorded without races.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -11,6 +11,7 @@ use std::time::Duration;
 use chrono::Utc;
 use tokio::sync::Mutex;
 
+use super::cgroup::{Cgroups, Defaults};
 use super::clock::Clock;
 use super::create::undo;
 use super::doors::ExecSlots;
@@ -20,10 +21,10 @@ use super::faults::FaultPlan;
 use super::isolation::Sandboxer;
 use super::locks::NamedLocks;
 use super::paths;
-use super::process::{self, Leader, Limits};
+use super::process::{self, Limits};
 use super::state::{Layout, SandboxRecord};
 use sagents_plugin_api::grant::GrantVerifier;
-use sagents_plugin_api::spec::{NetworkMode, ReleaseDisposition, ResolvedSandboxSpec, SpecError};
+use sagents_plugin_api::spec::{ReleaseDisposition, ResolvedSandboxSpec, SpecError};
 use sagents_plugin_api::wire::{
     AttachRequest, Capabilities, ExecRequest, ExecResponse, SandboxHandle, SandboxInfo,
     SandboxState, API_VERSION_V3, CAPABILITY_SANDBOX,
@@ -47,6 +48,10 @@ pub struct EngineConfig {
     pub allow_host_network: bool,
     /// Commands one sandbox may run at once.
     pub max_execs_per_sandbox: usize,
+    /// The control groups this host lets the provider make, one per sandbox.
+    pub cgroups: Cgroups,
+    /// The bounds of a sandbox whose spec says nothing.
+    pub defaults: Defaults,
 }
 
 pub type Slot = Arc<Mutex<SandboxRecord>>;
@@ -66,6 +71,8 @@ pub struct Engine {
     /// Creations by idempotency key, checkpoints by id, active workspaces by folder.
     pub(super) locks: NamedLocks,
     exec_slots: ExecSlots,
+    /// The host uid each sandbox with compute runs as.
+    pub(super) uids: std::sync::Mutex<HashMap<String, u32>>,
 }
 
 pub(super) fn internal(context: &str, e: impl std::fmt::Display) -> ApiError {
@@ -172,10 +179,22 @@ impl Engine {
     pub fn load(cfg: EngineConfig, layout: Layout, faults: FaultPlan) -> std::io::Result<Self> {
         settle_intents(&layout)?;
         let mut map = BTreeMap::new();
+        let (mut uids, mut live) = (HashMap::new(), HashSet::new());
         for mut rec in layout.load_sandboxes()? {
+            let id = rec.r#ref.sandbox_id.clone();
             let mut changed = reconcile(&mut rec);
+            if let Some(leader) = rec.leader {
+                if let Some(uid) = leader.host_uid {
+                    uids.insert(id.clone(), uid);
+                }
+                if leader.is_alive() {
+                    live.insert(id.clone());
+                }
+            }
             if rec.state == SandboxState::Suspended {
-                let resumed = rec.leader.is_some_and(|l| l.resume().is_ok());
+                let cg = cfg.cgroups.sandbox(&id);
+                let thawed = !cg.exists() || cg.thaw().is_ok();
+                let resumed = thawed && rec.leader.is_some_and(|l| l.resume().is_ok());
                 rec.state = if resumed {
                     SandboxState::Ready
                 } else {
@@ -197,6 +216,7 @@ impl Engine {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         }
+        cfg.cgroups.clean_stale(&live);
         Ok(Engine {
             exec_slots: ExecSlots::new(cfg.max_execs_per_sandbox),
             cfg,
@@ -204,6 +224,7 @@ impl Engine {
             faults,
             sandboxes: RwLock::new(map),
             locks: NamedLocks::default(),
+            uids: std::sync::Mutex::new(uids),
         })
     }
 
@@ -226,24 +247,6 @@ impl Engine {
             supports_inventory: true,
             supports_checkpoint_delete: true,
         }
-    }
-
-    /// Starts a sandbox's leader: namespaced, or a plain process group without isolation.
-    /// Starting one blocks (bwrap's setup is waited for), so it runs off the async workers.
-    pub(super) async fn spawn_leader(
-        &self,
-        dir: paths::OpenDir,
-        sandbox_id: &str,
-        network: NetworkMode,
-    ) -> Result<Leader, ApiError> {
-        let (id, sandboxer) = (sandbox_id.to_owned(), self.cfg.sandboxer.clone());
-        tokio::task::spawn_blocking(move || match sandboxer {
-            Some(sb) => sb.spawn_leader(&dir, &id, network),
-            None => process::spawn_leader(&dir.path, &id),
-        })
-        .await
-        .map_err(|e| internal("starting the sandbox", std::io::Error::other(e)))?
-        .map_err(|e| internal("starting the sandbox", e))
     }
 
     /// The sandbox, read from its file first if it was terminated before this start.
@@ -398,7 +401,7 @@ impl Engine {
         grant: &str,
         req: &ExecRequest,
     ) -> Result<ExecResponse, ApiError> {
-        let (leader, dir, resources) = {
+        let (leader, dir, resources, cgroup) = {
             let slot = self.slot(id)?;
             let mut rec = slot.lock().await;
             if reconcile(&mut rec) {
@@ -429,7 +432,12 @@ impl Engine {
                     ))
                 }
             };
-            (leader, rec.dir.clone(), rec.resources.clone())
+            (
+                leader,
+                rec.dir.clone(),
+                rec.resources.clone(),
+                self.cgroup(id),
+            )
         };
         let _slot = self.exec_slots.take(id)?;
         if req.timeout_seconds == 0 || req.timeout_seconds > exec::MAX_TIMEOUT_SECONDS {
@@ -465,6 +473,7 @@ impl Engine {
             stdin: req.stdin.as_deref(),
             timeout,
             limits: Limits::from_resources(&resources, timeout),
+            cgroup,
         })
         .await
         .map_err(|e| match e {
@@ -473,26 +482,5 @@ impl Engine {
             }
             other => ApiError::invalid("validation.failed", other.to_string()),
         })
-    }
-
-    /// Like [`Engine::kill_all`], without waiting; for teardown in `Drop`.
-    pub fn kill_all_now(&self) {
-        for slot in self.slots() {
-            if let Ok(rec) = slot.try_lock() {
-                if let Some(l) = rec.leader {
-                    l.kill_now();
-                }
-            }
-        }
-    }
-
-    /// Kills every sandbox's processes (used when tearing down a test or benchmark root).
-    pub async fn kill_all(&self) {
-        for slot in self.slots() {
-            let rec = slot.lock().await;
-            if let Some(l) = rec.leader {
-                let _ = l.kill_group().await;
-            }
-        }
     }
 }

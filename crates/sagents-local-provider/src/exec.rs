@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use super::cgroup::{self, SandboxCgroup};
 use super::isolation::{no_new_privs, Sandboxer, WORKSPACE};
 use super::process::{Leader, Limits, SAFE_PATH};
 use sagents_plugin_api::wire::ExecResponse;
@@ -41,6 +42,8 @@ pub struct ExecPlan<'a> {
     pub stdin: Option<&'a str>,
     pub timeout: Duration,
     pub limits: Limits,
+    /// The sandbox's control group, which the command joins before it starts.
+    pub cgroup: Option<SandboxCgroup>,
 }
 
 /// The largest number of variables a request's `env` may set, and the longest value.
@@ -186,9 +189,15 @@ pub async fn run(plan: ExecPlan<'_>) -> Result<ExecResponse, ExecError> {
         Place::Isolated { sandboxer, .. } => Some(sandboxer.filter().clone()),
         Place::Host { .. } => None,
     };
-    // SAFETY: the closure only calls setrlimit(2) and prctl(2), which are async-signal-safe.
+    let join = match &plan.cgroup {
+        Some(cg) => cg.open_procs().map_err(ExecError::Spawn)?,
+        None => Vec::new(),
+    };
+    // SAFETY: the closure only calls write(2), setrlimit(2) and prctl(2), which are
+    // async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
+            cgroup::join(&join)?;
             no_new_privs()?;
             limits.apply()?;
             match &filter {

@@ -23,6 +23,7 @@ impl Engine {
                 tracing::warn!(sandbox_id = %id, error = %e, "could not kill a forgotten sandbox");
             }
         }
+        self.drop_bounds(id);
         let removed = self
             .layout
             .remove_sandbox(id)

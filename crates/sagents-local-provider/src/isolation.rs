@@ -26,8 +26,12 @@ use sagents_plugin_api::spec::NetworkMode;
 
 /// Where a sandbox sees its own files; its working directory and `HOME`.
 pub const WORKSPACE: &str = "/workspace";
-/// The host id root inside a sandbox maps to when the provider runs as root.
-pub const DEFAULT_SANDBOX_UID: u32 = 100_000;
+/// The host ids root inside a sandbox maps to when the provider runs as root: one per
+/// sandbox, so no per-user count (`RLIMIT_NPROC`) is shared between sandboxes.
+pub const DEFAULT_SANDBOX_UIDS: UidRange = UidRange {
+    first: 100_000,
+    last: 165_535,
+};
 const SYSTEM_DIRS: &[&str] = &[
     "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc",
 ];
@@ -43,11 +47,62 @@ text_enum! {
 #[error("sandbox namespaces are unavailable ({0}); start with `--isolation none` to run sandboxes without isolation")]
 pub struct Unavailable(String);
 
+/// A range of host uids (each also the gid) handed out one per sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UidRange {
+    pub first: u32,
+    pub last: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a sandbox uid range is FIRST-LAST, 1 <= FIRST <= LAST < 4294967294 (got `{0}`)")]
+pub struct BadUidRange(String);
+
+impl std::str::FromStr for UidRange {
+    type Err = BadUidRange;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || BadUidRange(s.chars().take(40).collect());
+        let (a, b) = s.trim().split_once('-').ok_or_else(bad)?;
+        let first: u32 = a.trim().parse().map_err(|_| bad())?;
+        let last: u32 = b.trim().parse().map_err(|_| bad())?;
+        if first == 0 || first > last || last >= u32::MAX - 1 {
+            return Err(bad());
+        }
+        Ok(UidRange { first, last })
+    }
+}
+
+impl std::fmt::Display for UidRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.first, self.last)
+    }
+}
+
+impl UidRange {
+    /// `count` uids from `first` (the old single `--sandbox-uid` as a range start).
+    pub fn starting_at(first: u32, count: u32) -> Result<Self, BadUidRange> {
+        let last = first.saturating_add(count.saturating_sub(1));
+        format!("{first}-{last}").parse()
+    }
+
+    /// The first uid of the range not in `taken`, looking from `offset` into the range on
+    /// (wrapping), so providers sharing a range seldom pick the same.
+    pub fn pick(&self, taken: &std::collections::HashSet<u32>, offset: u32) -> Option<u32> {
+        let len = u64::from(self.last - self.first) + 1;
+        (0..len)
+            .map(|i| self.first + ((u64::from(offset) + i) % len) as u32)
+            .find(|u| !taken.contains(u))
+    }
+}
+
 /// Starts and enters namespaced sandboxes.
 #[derive(Debug, Clone)]
 pub struct Sandboxer {
-    /// The host uid and gid sandboxes run as, when the provider can choose (runs as root).
-    user: Option<(u32, u32)>,
+    /// The host uids sandboxes run as, when the provider can choose (runs as root).
+    uids: Option<UidRange>,
+    /// The size of each sandbox's `/tmp`.
+    tmp_bytes: Option<u64>,
     helpers: Arc<Helpers>,
     filter: Filter,
     /// Where a sandbox's folder is bound for bwrap, when the provider can mount (runs as root).
@@ -196,12 +251,16 @@ fn same_file(fd: &OwnedFd, meta: &std::fs::Metadata) -> bool {
 
 impl Sandboxer {
     /// Checks that a namespaced sandbox can be started on this host, over a folder in `under`.
-    pub async fn detect(uid: Option<u32>, under: &Path) -> Result<Self, Unavailable> {
+    pub async fn detect(
+        uids: UidRange,
+        tmp_bytes: Option<u64>,
+        under: &Path,
+    ) -> Result<Self, Unavailable> {
         // SAFETY: geteuid(2) has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
-        let uid = uid.unwrap_or(DEFAULT_SANDBOX_UID);
         let mut sb = Sandboxer {
-            user: root.then_some((uid, uid)),
+            uids: root.then_some(uids),
+            tmp_bytes,
             helpers: Arc::new(Helpers::find(root)?),
             filter: Filter::new(),
             stage: match root {
@@ -212,22 +271,28 @@ impl Sandboxer {
         let probe = under.join(format!("probe-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir(&probe).map_err(|e| Unavailable(e.to_string()))?;
         let opened = OpenDir::open(&probe).map_err(|e| Unavailable(e.to_string()))?;
-        sb.prepare(opened.fd.as_fd(), sb.user)
+        let user = sb.uids.map(|r| (r.first, r.first));
+        sb.prepare(opened.fd.as_fd(), user)
             .map_err(|e| Unavailable(e.to_string()))?;
-        let mut out = sb.probe(&opened, under).await;
+        let mut out = sb.probe(&opened, user, under).await;
         if let (Err(e), Some(_)) = (&out, &sb.stage) {
             tracing::warn!(error = %e, "the sandbox folder cannot be staged by descriptor (open_tree, move_mount); bwrap binds it with --bind-fd, which fails a start whose folder was moved meanwhile");
             sb.stage = None;
-            out = sb.probe(&opened, under).await;
+            out = sb.probe(&opened, user, under).await;
         }
         let _ = std::fs::remove_dir(&probe);
         out.map(|()| sb)
     }
 
-    /// Runs `true` in a sandbox over `opened`.
-    async fn probe(&self, opened: &OpenDir, under: &Path) -> Result<(), Unavailable> {
+    /// Runs `true` in a sandbox over `opened`, as `user`.
+    async fn probe(
+        &self,
+        opened: &OpenDir,
+        user: Option<(u32, u32)>,
+        under: &Path,
+    ) -> Result<(), Unavailable> {
         let out = self
-            .bwrap(opened.fd.as_fd(), NetworkMode::None)
+            .bwrap(opened.fd.as_fd(), NetworkMode::None, user, Vec::new())
             .map_err(|e| Unavailable(e.to_string()))?
             .args(["--", "true"])
             .stdout(Stdio::null())
@@ -245,8 +310,13 @@ impl Sandboxer {
         }
     }
 
-    /// Hands a sandbox's open folder to the ids its processes run as, `user` (the provider's
-    /// sandbox user; `None` when the provider cannot choose, and then nothing changes). The
+    /// The uids sandboxes are handed out from, when the provider runs as root.
+    pub fn uids(&self) -> Option<UidRange> {
+        self.uids
+    }
+
+    /// Hands a sandbox's open folder to the ids its processes run as, `user` (the sandbox's
+    /// own host ids; `None` when the provider cannot choose, and then nothing changes). The
     /// folder's owner is never adopted.
     pub fn prepare(&self, dir: BorrowedFd<'_>, user: Option<(u32, u32)>) -> io::Result<()> {
         let Some((uid, gid)) = user else {
@@ -259,12 +329,15 @@ impl Sandboxer {
 
     /// bwrap over the open folder `dir`, bound at [`WORKSPACE`] by its descriptor: staged
     /// (see [`stage`]) when the provider runs as root, else with `--bind-fd`, where bwrap
-    /// resolves the descriptor's path and dies unless what it mounted is that folder. The
-    /// host-side monitor works in the folder too.
+    /// resolves the descriptor's path and dies unless what it mounted is that folder. It runs
+    /// as `user`, in the control groups whose `cgroup.procs` are `cgroup` (joined first, while
+    /// the child still has the provider's ids). The host-side monitor works in the folder too.
     fn bwrap(
         &self,
         dir: BorrowedFd<'_>,
         network: NetworkMode,
+        user: Option<(u32, u32)>,
+        cgroup: Vec<OwnedFd>,
     ) -> io::Result<tokio::process::Command> {
         let mut cmd = tokio::process::Command::new(&self.helpers.bwrap);
         cmd.args([
@@ -298,11 +371,15 @@ impl Sandboxer {
             }
         }
         let dir_fd = dir.as_raw_fd();
-        let plan = match (&self.stage, self.user) {
+        let plan = match (&self.stage, user) {
             (Some(st), Some((uid, gid))) => Some(st.plan(dir_fd, uid, gid)?),
             _ => None,
         };
-        cmd.args(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]);
+        cmd.args(["--dev", "/dev", "--proc", "/proc"]);
+        if let Some(bytes) = self.tmp_bytes {
+            cmd.arg("--size").arg(bytes.to_string());
+        }
+        cmd.args(["--tmpfs", "/tmp"]);
         match (&plan, &self.stage) {
             (Some(_), Some(st)) => cmd.arg("--bind").arg(st.path()),
             _ => cmd.arg("--bind-fd").arg(dir_fd.to_string()),
@@ -314,14 +391,16 @@ impl Sandboxer {
         .env("PATH", SAFE_PATH)
         .stdin(Stdio::null())
         .kill_on_drop(false);
-        if let (None, Some((uid, gid))) = (&plan, self.user) {
+        if let (None, Some((uid, gid))) = (&plan, user) {
             cmd.uid(uid).gid(gid);
         }
-        // SAFETY: fcntl(2), fchdir(2) and the plan's calls are async-signal-safe; the parent
-        // keeps `dir` open until the child has started. With a plan the ids change in it, and
-        // the descriptor stays close-on-exec: a sandbox process holding it could climb out.
+        // SAFETY: write(2), fcntl(2), fchdir(2) and the plan's calls are async-signal-safe;
+        // the parent keeps `dir` open until the child has started. With a plan the ids change
+        // in it, and the descriptor stays close-on-exec: a sandbox process holding it could
+        // climb out.
         unsafe {
             cmd.pre_exec(move || {
+                super::cgroup::join(&cgroup)?;
                 match &plan {
                     Some(plan) => plan.apply()?,
                     None => check(libc::fcntl(dir_fd, libc::F_SETFD, 0))?,
@@ -332,20 +411,25 @@ impl Sandboxer {
         Ok(cmd)
     }
 
-    /// Starts the sandbox's leader: `sleep infinity` as the first process of its namespaces.
-    /// The leader recorded is the namespace's init, whose death ends every process in it.
+    /// Starts the sandbox's leader: `sleep infinity` as the first process of its namespaces,
+    /// as host uid `user` (when the provider runs as root), in the control groups whose
+    /// `cgroup.procs` are `cgroup`. The leader recorded is the namespace's init, whose death
+    /// ends every process in it.
     pub fn spawn_leader(
         &self,
         dir: &OpenDir,
         sandbox_id: &str,
         network: NetworkMode,
+        user: Option<u32>,
+        cgroup: Vec<OwnedFd>,
     ) -> io::Result<Leader> {
-        self.prepare(dir.fd.as_fd(), self.user)?;
+        let user = user.filter(|_| self.uids.is_some()).map(|u| (u, u));
+        self.prepare(dir.fd.as_fd(), user)?;
         let (info_r, info_w) = pipe()?;
         let info_fd = info_w.as_raw_fd();
         // The monitor bwrap leaves outside the namespaces works in the sandbox's folder, so
         // the host sees whose it is.
-        let mut cmd = self.bwrap(dir.fd.as_fd(), network)?;
+        let mut cmd = self.bwrap(dir.fd.as_fd(), network, user, cgroup)?;
         cmd.args(["--setenv", SANDBOX_TAG, sandbox_id, "--info-fd"])
             .arg(info_fd.to_string())
             .args(["--", "sleep", "infinity"])
@@ -387,6 +471,7 @@ impl Sandboxer {
             pid,
             start_time,
             pid_ns,
+            host_uid: user.map(|(uid, _)| uid),
         })
     }
 
@@ -453,5 +538,52 @@ pub fn no_new_privs() -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn uid_ranges_parse_and_refuse_root_and_reversed() {
+        assert_eq!(
+            "100000-165535".parse::<UidRange>(),
+            Ok(DEFAULT_SANDBOX_UIDS)
+        );
+        for bad in ["0-10", "10-5", "5", "a-b", "1-4294967295", ""] {
+            assert!(bad.parse::<UidRange>().is_err(), "{bad}");
+        }
+        assert_eq!(
+            UidRange::starting_at(200_000, 65_536),
+            Ok(UidRange {
+                first: 200_000,
+                last: 265_535
+            })
+        );
+    }
+
+    #[test]
+    fn each_sandbox_gets_a_uid_no_other_holds() {
+        let r: UidRange = "10-12".parse().unwrap();
+        let mut taken = HashSet::new();
+        for want in [10, 11, 12] {
+            let uid = r.pick(&taken, 0).unwrap();
+            assert_eq!(uid, want);
+            taken.insert(uid);
+        }
+        assert_eq!(r.pick(&taken, 0), None, "a full range hands out nothing");
+        taken.remove(&11);
+        assert_eq!(
+            r.pick(&taken, 0),
+            Some(11),
+            "a freed uid is handed out again"
+        );
+        assert_eq!(
+            r.pick(&HashSet::from([12]), 2),
+            Some(10),
+            "the search wraps"
+        );
     }
 }

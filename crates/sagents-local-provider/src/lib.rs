@@ -16,6 +16,8 @@
 //! Fault injection for tests (`--fault-injection SPEC`) is described in [`faults`].
 
 pub mod archive;
+mod bounds;
+pub mod cgroup;
 pub mod cli;
 mod clock;
 mod create;
@@ -47,6 +49,8 @@ use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use cgroup::Defaults;
+use cgroup::{Cgroups, Controller};
 pub use clock::Clock;
 pub use doors::DEFAULT_MAX_EXECS_PER_SANDBOX;
 pub use edge::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
@@ -54,7 +58,7 @@ use engine::EngineConfig;
 pub use engine::{Engine, GRANT_TTL, PROVIDER_ID};
 pub use error::ApiError;
 use faults::{FaultPlan, FaultSpecError};
-pub use isolation::IsolationMode;
+pub use isolation::{IsolationMode, UidRange};
 use isolation::{Sandboxer, Unavailable};
 use sagents_plugin_api::grant::{GrantVerifier, KeyError};
 use state::Layout;
@@ -92,8 +96,12 @@ pub struct Config {
     pub clock: Clock,
     pub fault_injection: Option<String>,
     pub isolation: IsolationMode,
-    /// Host uid (and gid) root inside a sandbox maps to when the provider runs as root.
-    pub sandbox_uid: Option<u32>,
+    /// Host uids (each also the gid) root inside a sandbox maps to when the provider runs as
+    /// root: one per sandbox.
+    pub sandbox_uids: UidRange,
+    /// The process count, memory, CPU share and `/tmp` size of a sandbox whose spec says
+    /// nothing.
+    pub defaults: Defaults,
 }
 
 impl Config {
@@ -115,7 +123,8 @@ impl Config {
             clock: Clock::system(),
             fault_injection: None,
             isolation: IsolationMode::Namespaces,
-            sandbox_uid: None,
+            sandbox_uids: isolation::DEFAULT_SANDBOX_UIDS,
+            defaults: Defaults::default(),
         }
     }
 }
@@ -248,6 +257,47 @@ fn grant_secret(cfg: &Config, layout: &Layout) -> std::io::Result<Vec<u8>> {
     Ok(secret)
 }
 
+/// Says at start what bounds sandboxes on this host and what does not.
+fn log_bounds(cgroups: &Cgroups, config: &Config, sandboxer: Option<&Sandboxer>) {
+    let d = &config.defaults;
+    let have: Vec<&str> = Controller::ALL
+        .into_iter()
+        .filter(|&c| cgroups.has(c))
+        .map(Controller::name)
+        .collect();
+    if !have.is_empty() {
+        tracing::info!(
+            cgroup_version = cgroups.version(),
+            controllers = %have.join(","),
+            default_max_processes = d.max_processes,
+            default_memory_mb = d.memory_mb,
+            default_cpu_percent = d.cpu_percent,
+            "each sandbox runs in its own cgroup"
+        );
+    }
+    for c in cgroups.missing() {
+        let what = match c {
+            Controller::Pids => "sandboxes have no process cap (only the per-command RLIMIT_NPROC a spec sets), and specs setting max_processes are refused",
+            Controller::Memory => "sandboxes have no memory limit as a whole, and specs setting memory_mb are refused",
+            Controller::Cpu => "sandboxes have no CPU quota, and specs setting cpu_percent are refused",
+            Controller::Freezer => "a snapshot stops the sandbox's processes by signal instead of freezing its cgroup",
+        };
+        tracing::warn!(
+            controller = c.name(),
+            "no writable `{}` cgroup controller: {what}",
+            c.name()
+        );
+    }
+    match sandboxer.and_then(Sandboxer::uids) {
+        Some(range) => tracing::info!(sandbox_uids = %range, default_tmp_mb = d.tmp_mb, "each sandbox runs as its own host uid"),
+        None => tracing::warn!("the provider does not run as root: every sandbox runs as the provider's own uid, so per-user counts (RLIMIT_NPROC) are shared between sandboxes"),
+    }
+    if sandboxer.is_none() {
+        tracing::warn!("without isolation /tmp is the host's, unsized");
+    }
+    tracing::info!("a spec's disk_mb is enforced per file written (RLIMIT_FSIZE) and checked before each exec; the workspace as a whole has no filesystem quota");
+}
+
 /// Loads the state under `config.root`, binds `config.listen` (port 0 picks one) and serves
 /// in the background.
 pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> {
@@ -281,15 +331,18 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
         std::fs::create_dir_all(&workspace_root).map_err(root_err(&workspace_root))?;
     }
     let grants = grant_verifier(&config, &layout)?;
+    let tmp_bytes = Some(config.defaults.tmp_mb.saturating_mul(1024 * 1024));
     let sandboxer = match config.isolation {
         IsolationMode::Namespaces => {
-            Some(Sandboxer::detect(config.sandbox_uid, &layout.sandbox_dirs()).await?)
+            Some(Sandboxer::detect(config.sandbox_uids, tmp_bytes, &layout.sandbox_dirs()).await?)
         }
         IsolationMode::None => {
             tracing::warn!("sandbox isolation is off (--isolation none): commands run on the host as the provider's user and can read whatever it can");
             None
         }
     };
+    let cgroups = Cgroups::detect(&config.root);
+    log_bounds(&cgroups, &config, sandboxer.as_ref());
     let engine = Engine::load(
         EngineConfig {
             workspace_root,
@@ -299,6 +352,8 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
             provider_id: config.provider_id.clone(),
             allow_host_network: config.allow_host_network,
             max_execs_per_sandbox: config.max_execs_per_sandbox,
+            cgroups,
+            defaults: config.defaults,
         },
         layout,
         faults,

@@ -70,8 +70,8 @@ fn capabilities() {}
         (status = 401, description = "`auth.unauthorized`", body = ProviderError),
         (status = 403, description = "`grant.not_accepted`: a grant was sent in place of the service token", body = ProviderError),
         (status = 409, description = "`idempotency.conflict` and other refusals; nothing was done", body = ProviderError),
-        (status = 422, description = "`validation.failed`, `sandbox.spec_unsupported`, `sandbox.host_network_refused` (the provider does not allow `network: host`)", body = ProviderError),
-        (status = 503, description = "`provider.internal` and other retryable failures", body = ProviderError),
+        (status = 422, description = "`validation.failed` (impossible `resources` included), `sandbox.spec_unsupported`, `sandbox.host_network_refused` (the provider does not allow `network: host`), `sandbox.resources_unenforceable`: the spec sets a limit this host gives the provider no cgroup controller to enforce", body = ProviderError),
+        (status = 503, description = "`provider.internal`, `sandbox.capacity` (every sandbox uid is in use) and other retryable failures", body = ProviderError),
     ),
     security(("service_token" = [])))]
 #[allow(dead_code)]
@@ -154,8 +154,8 @@ fn exec() {}
         (status = 403, description = "`grant.not_accepted`", body = ProviderError),
         (status = 404, description = "`checkpoint.not_found`", body = ProviderError),
         (status = 409, description = "Refused; nothing was done", body = ProviderError),
-        (status = 422, description = "`validation.failed`, `sandbox.spec_unsupported`, `sandbox.host_network_refused` (the provider does not allow `network: host`)", body = ProviderError),
-        (status = 503, description = "Retryable failure", body = ProviderError),
+        (status = 422, description = "`validation.failed` (impossible `resources` included), `sandbox.spec_unsupported`, `sandbox.host_network_refused` (the provider does not allow `network: host`), `sandbox.resources_unenforceable`: the spec sets a limit this host gives the provider no cgroup controller to enforce", body = ProviderError),
+        (status = 503, description = "Retryable failure (`sandbox.capacity`: every sandbox uid is in use)", body = ProviderError),
     ),
     security(("service_token" = [])))]
 #[allow(dead_code)]

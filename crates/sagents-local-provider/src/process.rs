@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -22,6 +23,10 @@ pub struct Leader {
     /// The inode of the sandbox's PID namespace, for an isolated sandbox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_ns: Option<u64>,
+    /// The host uid the sandbox runs as, when it has one of its own (absent in records of
+    /// older providers, whose sandboxes all shared one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_uid: Option<u32>,
 }
 
 pub const SAFE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -31,17 +36,22 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 /// can still be found (see [`tagged_leaders`]).
 pub const SANDBOX_TAG: &str = "SAGENTS_SANDBOX_ID";
 
-/// Starts `sleep infinity` as the leader of a new process group in `dir`.
-pub fn spawn_leader(dir: &Path, sandbox_id: &str) -> io::Result<Leader> {
-    let mut child = tokio::process::Command::new("sleep")
-        .arg("infinity")
+/// Starts `sleep infinity` as the leader of a new process group in `dir`, in the control
+/// groups whose `cgroup.procs` are `cgroup`.
+pub fn spawn_leader(dir: &Path, sandbox_id: &str, cgroup: Vec<OwnedFd>) -> io::Result<Leader> {
+    let mut cmd = tokio::process::Command::new("sleep");
+    cmd.arg("infinity")
         .env(SANDBOX_TAG, sandbox_id)
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()?;
+        .process_group(0);
+    // SAFETY: the closure only calls write(2).
+    unsafe {
+        cmd.pre_exec(move || super::cgroup::join(&cgroup));
+    }
+    let mut child = cmd.spawn()?;
     let pid = child
         .id()
         .and_then(|p| i32::try_from(p).ok())
@@ -63,6 +73,7 @@ pub fn spawn_leader(dir: &Path, sandbox_id: &str) -> io::Result<Leader> {
         pid,
         start_time: started,
         pid_ns: None,
+        host_uid: None,
     })
 }
 
@@ -150,6 +161,7 @@ fn tagged_leader(pid: i32) -> Option<Leader> {
             pid,
             start_time: start_time(pid)?,
             pid_ns: None,
+            host_uid: None,
         });
     }
     if nspids.last() != Some(&"2") {
@@ -160,6 +172,7 @@ fn tagged_leader(pid: i32) -> Option<Leader> {
         pid: init,
         start_time: start_time(init)?,
         pid_ns: Some(pid_ns_of(init)?),
+        host_uid: None,
     })
 }
 
@@ -418,7 +431,7 @@ mod tests {
     #[tokio::test]
     async fn a_leader_lives_until_its_group_is_killed() {
         let dir = tempfile::tempdir().unwrap();
-        let leader = spawn_leader(dir.path(), "sbx_leader_test").unwrap();
+        let leader = spawn_leader(dir.path(), "sbx_leader_test", Vec::new()).unwrap();
         assert!(leader.is_alive());
         assert_eq!(tagged_leaders().get("sbx_leader_test"), Some(&leader));
         leader.pause().unwrap();
@@ -431,6 +444,7 @@ mod tests {
             pid: std::process::id() as i32,
             start_time: 1,
             pid_ns: None,
+            host_uid: None,
         };
         assert!(
             !reused.is_alive(),

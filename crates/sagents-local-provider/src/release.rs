@@ -1,14 +1,16 @@
 //! `POST /v3/sandboxes/{id}/release`: idempotent by `(sandbox_id, idempotency_key)`.
 //!
-//! A failed snapshot honours the recoverable/terminal contract: the sandbox is paused before
-//! archiving, and a recoverable error is returned only once it runs again; if it cannot be
-//! resumed the error is terminal, names both causes, and the sandbox is reported `lost`.
+//! A failed snapshot honours the recoverable/terminal contract: the sandbox is frozen before
+//! archiving (its whole control group, so no process of it runs while its files are read),
+//! and a recoverable error is returned only once it runs again; if it cannot be resumed the
+//! error is terminal, names both causes, and the sandbox is reported `lost`.
 
 use chrono::{DateTime, Utc};
 
 use super::engine::{check_key, reconcile, Engine};
 use super::error::ApiError;
 use super::faults::FaultPoint;
+use super::process::Leader;
 use super::state::{SandboxRecord, StoredCheckpoint, StoredRelease};
 use sagents_plugin_api::spec::{ReleaseDisposition as D, WorkspaceMode};
 use sagents_plugin_api::wire::{
@@ -115,7 +117,12 @@ impl Engine {
 
     /// Kills the process group and removes the compute; an active workspace keeps its files.
     async fn terminate(&self, rec: &mut SandboxRecord) -> Result<(), ApiError> {
+        let id = rec.r#ref.sandbox_id.clone();
         if let Some(leader) = rec.leader {
+            // A frozen group dies only once thawed; this kills it, then thaws it.
+            if let Some(cg) = self.cgroup(&id) {
+                cg.kill();
+            }
             if let Err(e) = leader.kill_group().await {
                 rec.state = S::Lost;
                 rec.revision += 1;
@@ -127,6 +134,7 @@ impl Engine {
             }
         }
         rec.leader = None;
+        self.drop_bounds(&id);
         if rec.workspace_mode == WorkspaceMode::Isolated {
             self.discard_dir(rec);
         }
@@ -168,7 +176,7 @@ impl Engine {
                 "the sandbox has no processes",
             ));
         };
-        if let Err(e) = leader.pause() {
+        if let Err(e) = self.pause(&rec.r#ref.sandbox_id, leader).await {
             rec.state = S::Lost;
             rec.revision += 1;
             self.save(rec)?;
@@ -228,7 +236,10 @@ impl Engine {
         } else {
             rec.leader
                 .ok_or_else(|| "the sandbox has no processes".to_string())
-                .and_then(|l| l.resume().map_err(|e| format!("resuming failed: {e}")))
+                .and_then(|l| {
+                    self.resume(&rec.r#ref.sandbox_id, l)
+                        .map_err(|e| format!("resuming failed: {e}"))
+                })
         };
         rec.revision += 1;
         rec.updated_at = Utc::now();
@@ -252,5 +263,24 @@ impl Engine {
             tracing::warn!(sandbox_id = %rec.r#ref.sandbox_id, error = %e, "could not persist the sandbox state");
         }
         err
+    }
+
+    /// Freezes the sandbox's control group; without a freezer, stops the processes of its
+    /// PID namespace (or group).
+    async fn pause(&self, id: &str, leader: Leader) -> std::io::Result<()> {
+        match self.cgroup(id).filter(|cg| cg.can_freeze()) {
+            Some(cg) => tokio::task::spawn_blocking(move || cg.freeze())
+                .await
+                .map_err(std::io::Error::other)?,
+            None => leader.pause(),
+        }
+    }
+
+    fn resume(&self, id: &str, leader: Leader) -> std::io::Result<()> {
+        match self.cgroup(id).filter(|cg| cg.can_freeze()) {
+            Some(cg) if leader.is_alive() => cg.thaw(),
+            Some(_) => Err(std::io::Error::from_raw_os_error(libc::ESRCH)),
+            None => leader.resume(),
+        }
     }
 }

@@ -110,7 +110,7 @@ impl Engine {
         self.crash_after(FaultPoint::CreateFiles)?;
         let opened = OpenDir::open(&dir).map_err(|e| internal("opening the sandbox", e))?;
         let leader = self
-            .spawn_leader(opened, &intent.sandbox_id, req.spec.resources.network())
+            .spawn_leader(opened, &intent.sandbox_id, &req.spec.resources)
             .await?;
         self.crash_after(FaultPoint::CreateLeader)?;
         let now = Utc::now();
