@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, Response};
 use serde_json::{json, Value};
 
+use super::operator_cli::sagents_with;
 use crate::common::app::{expect_json, expect_problem, Options, TestApp, SECRET_KEY, TENANT};
 use crate::common::db::{self, column_text};
 use crate::lifecycle::{Replica, PROVIDER_TOKEN};
@@ -166,22 +167,6 @@ async fn host_networking_is_refused_unless_an_operator_allowed_the_tenant(backen
     .await;
 }
 
-fn sagents_cli(db: &str, env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sagents"))
-        .args(args)
-        .envs(env.iter().copied())
-        .env("SAGENTS_DATABASE_URL", db)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 async fn the_grant_signing_key_is_sealed_at_rest_and_a_reseal_seals_a_plain_one(backend: Backend) {
     // Generated at first start with a secret key configured: sealed.
     let (url, _db) = db::fresh_url(backend).await;
@@ -229,7 +214,7 @@ async fn the_grant_signing_key_is_sealed_at_rest_and_a_reseal_seals_a_plain_one(
     app.stop().await;
 
     let with_key = [("SAGENTS_SECRET_KEY", SECRET_KEY)];
-    let (done, out, err) = sagents_cli(&url, &with_key, &["secrets", "reseal"]);
+    let (done, out, err) = sagents_with(&url, &with_key, &["secrets", "reseal"]);
     assert!(done, "{err}");
     assert!(
         out.contains("1 stored grant signing keys rewritten"),
@@ -238,7 +223,7 @@ async fn the_grant_signing_key_is_sealed_at_rest_and_a_reseal_seals_a_plain_one(
     let at_rest = column_text(&url, "settings", "value").await;
     assert!(at_rest[0].starts_with("sealed:v1:"), "{}", at_rest[0]);
     assert!(!at_rest[0].contains(plain.trim_start_matches("ed25519-priv:")));
-    let (done, out, _) = sagents_cli(&url, &with_key, &["secrets", "reseal"]);
+    let (done, out, _) = sagents_with(&url, &with_key, &["secrets", "reseal"]);
     assert!(
         done && out.contains("0 stored grant signing keys rewritten"),
         "{out}"

@@ -12,7 +12,12 @@ fn sagents(db: &str, args: &[&str]) -> (bool, String, String) {
     sagents_with(db, &[], args)
 }
 
-fn sagents_with(db: &str, env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
+/// Runs the `sagents` binary against `db` with `env`: (success, stdout, stderr).
+pub(super) fn sagents_with(
+    db: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_sagents"))
         .args(args)
         .envs(env.iter().copied())
