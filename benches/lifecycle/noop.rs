@@ -93,6 +93,8 @@ pub fn capabilities() -> Capabilities {
         supports_exec: false,
         supports_inventory: false,
         supports_checkpoint_delete: false,
+        unauthenticated: false,
+        bounded_resources: Vec::new(),
     }
 }
 

@@ -223,6 +223,9 @@ pub async fn register_provider(
         tracing::warn!(provider_id = %req.provider_id, calls_itself = %caps.provider_id,
             "the provider calls itself by another id: if it checks the audience of grants, every exec will be refused; register it under its own id");
     }
+    if caps.unauthenticated {
+        tracing::warn!(provider_id = %req.provider_id, "the provider serves without a token: anyone who reaches it may provision, release and restore sandboxes");
+    }
     let json = serde_json::to_value(&caps)
         .map_err(|e| RegistryError::CapabilitiesInvalid(e.to_string()))?;
     let record = store
@@ -277,6 +280,8 @@ mod tests {
             supports_exec: false,
             supports_inventory: false,
             supports_checkpoint_delete: false,
+            unauthenticated: false,
+            bounded_resources: Vec::new(),
         }
     }
 

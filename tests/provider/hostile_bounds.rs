@@ -244,6 +244,16 @@ async fn a_snapshot_freezes_every_process_of_the_sandbox_and_none_outlives_it() 
 #[tokio::test]
 async fn each_sandbox_has_its_own_bounded_cgroup_until_it_is_terminated() {
     let h = Harness::start().await;
+    let caps = h
+        .client
+        .capabilities(&CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        caps.bounded_resources,
+        ["max_processes", "memory_mb", "cpu_percent"],
+        "the capabilities name what this host bounds"
+    );
     let mut s = spec(WorkspaceMode::Isolated, None);
     s.resources = Resources {
         max_processes: Some(40),

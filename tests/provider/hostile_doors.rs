@@ -40,7 +40,11 @@ async fn a_provider_without_a_token_refuses_to_start_unless_told_to_run_insecure
     config.insecure_no_auth = true;
     let open = local_provider::serve(config).await.unwrap();
     let anyone = ProviderClient::new(&open.base_url(), None).unwrap();
-    assert!(anyone.capabilities(&CallOptions::default()).await.is_ok());
+    let caps = anyone.capabilities(&CallOptions::default()).await.unwrap();
+    assert!(
+        caps.unauthenticated,
+        "its capabilities say it serves anyone"
+    );
     open.stop_and_kill_sandboxes().await;
 }
 
@@ -51,6 +55,12 @@ async fn with_a_token_attach_hands_no_grant_to_an_unauthenticated_caller() {
         c.token = Some("provider-token".into());
     })
     .await;
+    let caps = h
+        .client
+        .capabilities(&CallOptions::default())
+        .await
+        .unwrap();
+    assert!(!caps.unauthenticated);
     let sbx = h.provision("p1").await;
     let url = format!(
         "{}/v3/sandboxes/{}/attach",

@@ -202,6 +202,7 @@ mod tests {
             provider_id: crate::PROVIDER_ID.into(),
             allow_host_network: false,
             max_execs_per_sandbox: crate::DEFAULT_MAX_EXECS_PER_SANDBOX,
+            unauthenticated: false,
             // A host that lets the provider make no cgroup at all.
             cgroups: Cgroups::default(),
             defaults: Defaults::default(),

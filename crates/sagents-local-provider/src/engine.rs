@@ -11,7 +11,7 @@ use std::time::Duration;
 use chrono::Utc;
 use tokio::sync::Mutex;
 
-use super::cgroup::{Cgroups, Defaults};
+use super::cgroup::{Cgroups, Controller, Defaults};
 use super::clock::Clock;
 use super::create::undo;
 use super::doors::ExecSlots;
@@ -48,6 +48,8 @@ pub struct EngineConfig {
     pub allow_host_network: bool,
     /// Commands one sandbox may run at once.
     pub max_execs_per_sandbox: usize,
+    /// Routes are served without a token (`--insecure-no-auth`), as the capabilities say.
+    pub unauthenticated: bool,
     /// The control groups this host lets the provider make, one per sandbox.
     pub cgroups: Cgroups,
     /// The bounds of a sandbox whose spec says nothing.
@@ -246,6 +248,16 @@ impl Engine {
             supports_exec: true,
             supports_inventory: true,
             supports_checkpoint_delete: true,
+            unauthenticated: self.cfg.unauthenticated,
+            bounded_resources: [
+                ("max_processes", Controller::Pids),
+                ("memory_mb", Controller::Memory),
+                ("cpu_percent", Controller::Cpu),
+            ]
+            .into_iter()
+            .filter(|&(_, c)| self.cfg.cgroups.has(c))
+            .map(|(field, _)| field.to_owned())
+            .collect(),
         }
     }
 

@@ -40,6 +40,7 @@ fn engine(root: &Path) -> TestEngine {
         provider_id: crate::PROVIDER_ID.into(),
         allow_host_network: false,
         max_execs_per_sandbox: crate::DEFAULT_MAX_EXECS_PER_SANDBOX,
+        unauthenticated: false,
         cgroups: crate::cgroup::Cgroups::detect(root),
         defaults: crate::Defaults::default(),
     };

@@ -352,6 +352,7 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
             provider_id: config.provider_id.clone(),
             allow_host_network: config.allow_host_network,
             max_execs_per_sandbox: config.max_execs_per_sandbox,
+            unauthenticated: token_digest.is_none(),
             cgroups,
             defaults: config.defaults,
         },

@@ -58,6 +58,14 @@ pub struct Capabilities {
     /// Whether `DELETE /v3/checkpoints/{checkpoint_id}` is offered.
     #[serde(default)]
     pub supports_checkpoint_delete: bool,
+    /// The provider serves without a token (reference provider's `--insecure-no-auth`):
+    /// anyone who reaches it may provision, release and restore.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unauthenticated: bool,
+    /// The spec's `resources` the provider bounds for a sandbox as a whole (`max_processes`,
+    /// `memory_mb`, `cpu_percent`); a spec that sets another is refused, never ignored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bounded_resources: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]

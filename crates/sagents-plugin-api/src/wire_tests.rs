@@ -83,6 +83,8 @@ fn every_wire_type_round_trips() {
         supports_exec: true,
         supports_inventory: true,
         supports_checkpoint_delete: true,
+        unauthenticated: false,
+        bounded_resources: Vec::new(),
     });
     let context = RequestContext {
         actor: "sagents".into(),
