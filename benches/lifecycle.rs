@@ -48,7 +48,7 @@ use crate::report::{Figures, Knobs};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-const PROVIDER_TOKEN: &str = "bench-provider-token";
+const PROVIDER_TOKEN: &str = "bench-provider-token-0123456789abcdef";
 
 async fn register(store: &Store, provider_id: &str, base_url: &str) {
     registry::register_provider(

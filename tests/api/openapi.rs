@@ -132,7 +132,10 @@ async fn the_provider_document_names_routed_operations() {
     let doc: Value = serde_json::from_str(&provider_document()).unwrap();
     let schemes = doc["components"]["securitySchemes"].as_object().unwrap();
     assert!(schemes.contains_key("grant") && schemes.contains_key("service_token"));
-    let h = crate::provider::Harness::with(|c| c.token = Some("t".into())).await;
+    let h = crate::provider::Harness::with(|c| {
+        c.token = Some("provider-token-of-the-openapi-test-0123".into())
+    })
+    .await;
     let http = reqwest::Client::new();
     let paths = doc["paths"].as_object().unwrap();
     assert_eq!(paths.len(), 9);

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 
 use crate::provider::Harness;
 
-const PROVIDER_TOKEN: &str = "provider-secret-in-a-file";
+const PROVIDER_TOKEN: &str = "provider-secret-in-a-file-0123456789";
 
 fn sagents(db: &str, args: &[&str]) -> (bool, String, String) {
     sagents_with(db, &[], args)

@@ -76,9 +76,9 @@ async fn a_run_needing_a_disposition_its_provider_lacks_is_refused_at_creation(b
 
 async fn a_v3_provider_is_registered_and_listed_without_its_token(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let local = Harness::with(|c| c.token = Some("provider-secret".into())).await;
-    let body =
-        json!({"provider_id": "local", "base_url": local.base_url(), "token": "provider-secret"});
+    let local =
+        Harness::with(|c| c.token = Some("provider-secret-0123456789abcdef0123".into())).await;
+    let body = json!({"provider_id": "local", "base_url": local.base_url(), "token": "provider-secret-0123456789abcdef0123"});
     let created = expect_json(
         app.post("/v1/admin/providers", &app.admin, &body).await,
         201,
@@ -88,13 +88,24 @@ async fn a_v3_provider_is_registered_and_listed_without_its_token(backend: Backe
     assert_eq!(created["capabilities"]["api_version"], "3");
     let listed = expect_json(app.get("/v1/admin/providers", &app.admin).await, 200).await;
     assert_eq!(listed["providers"].as_array().unwrap().len(), 1);
-    assert!(!listed.to_string().contains("provider-secret"), "{listed}");
+    assert!(
+        !listed
+            .to_string()
+            .contains("provider-secret-0123456789abcdef0123"),
+        "{listed}"
+    );
     let at_rest = column_text(&app.database_url, "providers", "token").await;
     assert_eq!(at_rest.len(), 1);
     assert!(at_rest[0].starts_with("sealed:v1:"), "{at_rest:?}");
-    assert!(!at_rest[0].contains("provider-secret"), "sealed at rest");
+    assert!(
+        !at_rest[0].contains("provider-secret-0123456789abcdef0123"),
+        "sealed at rest"
+    );
     let record = app.store().get_provider("local").await.unwrap().unwrap();
-    assert_eq!(record.token, "provider-secret", "opened for use");
+    assert_eq!(
+        record.token, "provider-secret-0123456789abcdef0123",
+        "opened for use"
+    );
     expect_problem(
         app.get("/v1/admin/providers", &app.frontend).await,
         403,

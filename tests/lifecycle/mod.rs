@@ -45,7 +45,7 @@ mod resume_faults;
 mod unconfirmed;
 
 pub const TENANT: &str = "acme";
-pub const PROVIDER_TOKEN: &str = "provider-token";
+pub const PROVIDER_TOKEN: &str = "provider-token-0123456789abcdef0123";
 pub const TTL_SECONDS: u64 = 30;
 
 pub fn ttl() -> Duration {

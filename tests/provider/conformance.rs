@@ -30,12 +30,17 @@ async fn the_local_provider_passes_every_check() {
     let signer = GrantSigner::ed25519(&[3; 32]);
     let public = signer.verifier().public_key_text();
     let h = Harness::with(move |c| {
-        c.token = Some("tok".into());
+        c.token = Some("conformance-provider-token-0123456789".into());
         c.grant_secret = None;
         c.grant_public_key = public;
     })
     .await;
-    let results = run_checks_with(&h.base_url(), Some("tok"), Some(signer)).await;
+    let results = run_checks_with(
+        &h.base_url(),
+        Some("conformance-provider-token-0123456789"),
+        Some(signer),
+    )
+    .await;
     let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(
         names,
@@ -74,8 +79,8 @@ async fn the_local_provider_passes_every_check() {
 #[tokio::test]
 async fn the_checker_honours_the_provider_token() {
     // A shared-secret provider mints the grants the checker execs with.
-    let h = Harness::with(|c| c.token = Some("tok".into())).await;
-    let results = run_checks(&h.base_url(), Some("tok")).await;
+    let h = Harness::with(|c| c.token = Some("conformance-provider-token-0123456789".into())).await;
+    let results = run_checks(&h.base_url(), Some("conformance-provider-token-0123456789")).await;
     assert!(
         results.iter().all(|r| r.passed && !r.skipped()),
         "{results:#?}"

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::{release_req, Harness};
 
-const TOKEN: &str = "provider-service-token";
+const TOKEN: &str = "provider-service-token-0123456789abc";
 
 struct Fixture {
     h: Harness,
@@ -194,8 +194,8 @@ async fn a_grant_opens_no_route_but_exec() {
 async fn a_provider_takes_a_public_key_or_a_secret_not_both() {
     let root = tempfile::tempdir().unwrap();
     let mut config = sagents_local_provider::Config::for_root(root.path());
-    config.token = Some("t".into());
-    config.grant_secret = Some("s".into());
+    config.token = Some("provider-token-of-the-key-and-secret-test".into());
+    config.grant_secret = Some("grant-secret-of-the-key-and-secret-test".into());
     config.grant_public_key = GrantSigner::ed25519(&[1; 32]).verifier().public_key_text();
     let refused = sagents_local_provider::serve(config.clone()).await.err();
     assert!(

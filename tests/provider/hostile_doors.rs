@@ -30,7 +30,22 @@ async fn a_provider_without_a_token_refuses_to_start_unless_told_to_run_insecure
     let refused = local_provider::serve(config.clone()).await.err();
     assert!(matches!(refused, Some(LocalProviderError::NoToken)));
 
-    config.token = Some("t".into());
+    for weak in ["short-token", "change-me-provider-token-0123456789abcdef"] {
+        config.token = Some(weak.into());
+        let refused = local_provider::serve(config.clone()).await.err();
+        assert!(
+            matches!(refused, Some(LocalProviderError::WeakSecret("token"))),
+            "{weak}: {refused:?}"
+        );
+    }
+    config.token = Some("provider-token-of-the-provider-id-test".into());
+    config.grant_secret = Some("change-me-grant-secret-0123456789abcdef".into());
+    let refused = local_provider::serve(config.clone()).await.err();
+    assert!(matches!(
+        refused,
+        Some(LocalProviderError::WeakSecret("grant secret"))
+    ));
+    config.grant_secret = Some(GRANT_SECRET.into());
     config.provider_id = "no spaces".into();
     let refused = local_provider::serve(config.clone()).await.err();
     assert!(matches!(refused, Some(LocalProviderError::ProviderId(_))));
@@ -52,7 +67,7 @@ async fn a_provider_without_a_token_refuses_to_start_unless_told_to_run_insecure
 async fn with_a_token_attach_hands_no_grant_to_an_unauthenticated_caller() {
     let h = Harness::with(|c| {
         c.insecure_no_auth = false;
-        c.token = Some("provider-token".into());
+        c.token = Some("provider-token-0123456789abcdef0123".into());
     })
     .await;
     let caps = h

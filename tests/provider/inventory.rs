@@ -164,7 +164,7 @@ async fn bad_queries_are_refused_with_a_400_and_the_provider_error_body() {
 
 #[tokio::test]
 async fn listing_and_deleting_need_the_service_token() {
-    let h = Harness::with(|c| c.token = Some("ptok".into())).await;
+    let h = Harness::with(|c| c.token = Some("inventory-provider-token-0123456789ab".into())).await;
     h.provision("p1").await;
     for (method, path) in [
         (reqwest::Method::GET, "/v3/sandboxes"),

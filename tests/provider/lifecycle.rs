@@ -352,7 +352,7 @@ async fn grants_minted_with_the_shared_secret_are_checked() {
 
 #[tokio::test]
 async fn a_provider_token_is_required_when_configured() {
-    let h = Harness::with(|c| c.token = Some("provider-token".into())).await;
+    let h = Harness::with(|c| c.token = Some("provider-token-0123456789abcdef0123".into())).await;
     assert!(h.client.capabilities(&Default::default()).await.is_ok());
     let anonymous = ProviderClient::new(&h.base_url(), None).unwrap();
     assert_eq!(

@@ -30,7 +30,7 @@ use sagents::providers::wire_spec::{
 };
 use sagents_local_provider::{self as local_provider, Config, LocalProvider};
 
-pub const GRANT_SECRET: &str = "test-grant-secret";
+pub const GRANT_SECRET: &str = "test-grant-secret-0123456789abcdef0123";
 
 /// A local provider on an ephemeral port over a temporary root; its sandboxes are killed
 /// when the harness is dropped.

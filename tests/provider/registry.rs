@@ -40,11 +40,12 @@ async fn sealed_store(url: &str, keys: &str) -> Store {
 async fn sealed_tokens_survive_a_key_rotation_and_need_their_key(backend: Backend) {
     let (url, _db) = db::fresh_url(backend).await;
     let (old, new) = (generate_key().unwrap(), generate_key().unwrap());
-    let local = Harness::with(|c| c.token = Some("provider-secret".into())).await;
+    let local =
+        Harness::with(|c| c.token = Some("provider-secret-0123456789abcdef0123".into())).await;
     let req = RegisterProvider {
         provider_id: "local-1".into(),
         base_url: local.base_url(),
-        token: "provider-secret".into(),
+        token: "provider-secret-0123456789abcdef0123".into(),
     };
     let token_of = |store: Store| async move {
         let record = store.get_provider("local-1").await.unwrap().unwrap();
@@ -61,7 +62,10 @@ async fn sealed_tokens_survive_a_key_rotation_and_need_their_key(backend: Backen
     register_provider(&store, &req).await.unwrap();
     let sealed_old = db::column_text(&url, "providers", "token").await;
     assert!(sealed_old[0].starts_with("sealed:v1:") && !sealed_old[0].contains("provider"));
-    assert_eq!(token_of(store).await, "provider-secret");
+    assert_eq!(
+        token_of(store).await,
+        "provider-secret-0123456789abcdef0123"
+    );
 
     // Rotation: the new key seals, the old one still opens; a reseal moves every token over.
     let rotating = sealed_store(&url, &format!("{new},{old}")).await;
@@ -69,10 +73,13 @@ async fn sealed_tokens_survive_a_key_rotation_and_need_their_key(backend: Backen
     assert_eq!(rotating.reseal_provider_tokens().await.unwrap(), 0);
     let sealed_new = db::column_text(&url, "providers", "token").await;
     assert_ne!(sealed_new, sealed_old);
-    assert_eq!(token_of(rotating).await, "provider-secret");
+    assert_eq!(
+        token_of(rotating).await,
+        "provider-secret-0123456789abcdef0123"
+    );
     assert_eq!(
         token_of(sealed_store(&url, &new).await).await,
-        "provider-secret"
+        "provider-secret-0123456789abcdef0123"
     );
 
     // Without its key a token is unusable, says why, and nothing is rewritten.
@@ -91,11 +98,12 @@ async fn sealed_tokens_survive_a_key_rotation_and_need_their_key(backend: Backen
 
 async fn a_v3_provider_is_registered_and_listed_without_its_token(backend: Backend) {
     let (store, _db) = db::store(backend, Arc::new(SystemClock)).await;
-    let local = Harness::with(|c| c.token = Some("provider-secret".into())).await;
+    let local =
+        Harness::with(|c| c.token = Some("provider-secret-0123456789abcdef0123".into())).await;
     let req = RegisterProvider {
         provider_id: "local-1".into(),
         base_url: local.base_url(),
-        token: "provider-secret".into(),
+        token: "provider-secret-0123456789abcdef0123".into(),
     };
     let info = register_provider(&store, &req).await.unwrap();
     assert_eq!(info.provider_id, "local-1");
@@ -103,7 +111,10 @@ async fn a_v3_provider_is_registered_and_listed_without_its_token(backend: Backe
     let listed = list_providers(&store).await.unwrap();
     assert_eq!(listed, vec![info.clone()]);
     let json = serde_json::to_string(&listed).unwrap();
-    assert!(!json.contains("provider-secret"), "{json}");
+    assert!(
+        !json.contains("provider-secret-0123456789abcdef0123"),
+        "{json}"
+    );
     // The stored token is the one the provider accepts.
     let record = store.get_provider("local-1").await.unwrap().unwrap();
     let client = sagents::service::providers::client_for(&record).unwrap();
@@ -118,7 +129,7 @@ async fn a_v3_provider_is_registered_and_listed_without_its_token(backend: Backe
     assert_eq!((e.code(), e.http_status()), ("provider.refused", 422));
     assert_eq!(
         store.get_provider("local-1").await.unwrap().unwrap().token,
-        "provider-secret"
+        "provider-secret-0123456789abcdef0123"
     );
 }
 

@@ -143,6 +143,8 @@ pub enum LocalProviderError {
     NoToken,
     #[error("the provider id `{0}` must be 1 to 128 letters, digits, `.`, `_`, `:` or `-`")]
     ProviderId(String),
+    #[error("the provider's {0} is a placeholder (`change-me…`) or shorter than {MIN_SECRET_BYTES} bytes: set a real secret (e.g. `openssl rand -base64 32`)")]
+    WeakSecret(&'static str),
     #[error("preparing {path}: {source}")]
     Root {
         path: PathBuf,
@@ -298,6 +300,18 @@ fn log_bounds(cgroups: &Cgroups, config: &Config, sandboxer: Option<&Sandboxer>)
     tracing::info!("a spec's disk_mb is enforced per file written (RLIMIT_FSIZE) and checked before each exec; the workspace as a whole has no filesystem quota");
 }
 
+/// The shortest token or grant secret the provider takes.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// A secret someone could guess: an example's placeholder, or too short.
+fn weak(secret: &str) -> bool {
+    let lower = secret.to_ascii_lowercase();
+    secret.len() < MIN_SECRET_BYTES
+        || ["change-me", "changeme", "change_me"]
+            .iter()
+            .any(|p| lower.starts_with(p))
+}
+
 /// Loads the state under `config.root`, binds `config.listen` (port 0 picks one) and serves
 /// in the background.
 pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> {
@@ -308,6 +322,15 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
         .map(|t| Sha256::digest(t.as_bytes()).into());
     if token_digest.is_none() && !config.insecure_no_auth {
         return Err(LocalProviderError::NoToken);
+    }
+    let secrets = [
+        ("token", &config.token),
+        ("grant secret", &config.grant_secret),
+    ];
+    for (what, secret) in secrets {
+        if secret.as_deref().is_some_and(|s| !s.is_empty() && weak(s)) {
+            return Err(LocalProviderError::WeakSecret(what));
+        }
     }
     if engine::check_name("provider_id", &config.provider_id).is_err() {
         return Err(LocalProviderError::ProviderId(config.provider_id.clone()));
