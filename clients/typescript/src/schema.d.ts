@@ -523,6 +523,16 @@ export interface components {
             supports_inventory?: boolean;
             /** @description Whether `DELETE /v3/checkpoints/{checkpoint_id}` is offered. */
             supports_checkpoint_delete?: boolean;
+            /**
+             * @description The provider serves without a token (reference provider's `--insecure-no-auth`):
+             *     anyone who reaches it may provision, release and restore.
+             */
+            unauthenticated?: boolean;
+            /**
+             * @description The spec's `resources` the provider bounds for a sandbox as a whole (`max_processes`,
+             *     `memory_mb`, `cpu_percent`); a spec that sets another is refused, never ignored.
+             */
+            bounded_resources?: string[];
         };
         /** @description The agent's own checkpoint (not the sandbox's). Immutable once written. */
         Checkpoint: {
