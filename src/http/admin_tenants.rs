@@ -21,7 +21,7 @@ impl Command for TenantPolicy {}
     get,
     path = "/v1/admin/tenants/{tenant}/policy",
     tag = "admin",
-    params(("tenant" = String, Path, description = "A tenant id, as its tokens carry it")),
+    params(("tenant" = String, Path, description = "A tenant id, as its tokens carry it", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
     responses(
         (status = 200, description = "The tenant's policy; the defaults (nothing allowed, `updated_at` null) when none was set", body = TenantPolicyInfo),
         (status = 422, description = "`request.invalid` on `tenant`: a malformed tenant id", body = Problem, content_type = "application/problem+json"),
@@ -41,7 +41,7 @@ async fn get_tenant_policy(
     put,
     path = "/v1/admin/tenants/{tenant}/policy",
     tag = "admin",
-    params(("tenant" = String, Path, description = "A tenant id, as its tokens carry it")),
+    params(("tenant" = String, Path, description = "A tenant id, as its tokens carry it", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
     request_body = TenantPolicy,
     responses(
         (status = 200, description = "The tenant's policy, replaced as a whole; it holds for runs created from now on", body = TenantPolicyInfo),
