@@ -55,6 +55,20 @@ fn run_body(network: Option<&str>) -> Value {
 }
 
 /// The real local provider, checking the app's grants, registered as `local`.
+/// The service without scheduler workers, and a reference provider registered with it.
+async fn app_with_provider(backend: Backend) -> (TestApp, Harness) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            workers: Some(0),
+            ..Options::default()
+        },
+    )
+    .await;
+    let provider = with_provider(&app).await;
+    (app, provider)
+}
+
 async fn with_provider(app: &TestApp) -> Harness {
     let public_key = app.state.grants.verifier().public_key_text();
     let provider = Harness::with(move |c| {
@@ -83,15 +97,7 @@ async fn put_policy(app: &TestApp, tenant: &str, body: &Value) -> Response {
 }
 
 async fn host_networking_is_refused_unless_an_operator_allowed_the_tenant(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        Options {
-            workers: Some(0),
-            ..Options::default()
-        },
-    )
-    .await;
-    let _provider = with_provider(&app).await;
+    let (app, _provider) = app_with_provider(backend).await;
     let session = app.create_session().await;
     let runs = format!("/v1/sessions/{session}/runs");
 
@@ -371,15 +377,7 @@ async fn stored_bodies(app: &TestApp) -> Vec<String> {
 }
 
 async fn stored_idempotent_claims_and_heartbeats_hold_no_grant(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        Options {
-            workers: Some(0),
-            ..Options::default()
-        },
-    )
-    .await;
-    let _provider = with_provider(&app).await;
+    let (app, _provider) = app_with_provider(backend).await;
     let session = app.create_session().await;
     app.post_ok(
         &format!("/v1/sessions/{session}/runs"),
