@@ -182,12 +182,11 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cgroup::{Cgroups, Defaults};
+    use super::super::cgroup::Cgroups;
     use super::super::engine::EngineConfig;
     use super::super::faults::FaultPlan;
     use super::super::state::Layout;
     use super::*;
-    use sagents_plugin_api::grant::GrantVerifier;
     use sagents_plugin_api::spec::{ResolvedSandboxSpec, WorkspaceMode};
     use sagents_plugin_api::wire::{ProvisionRequest, RequestContext};
 
@@ -195,17 +194,9 @@ mod tests {
     async fn a_limit_the_host_cannot_enforce_is_refused_not_dropped() {
         let root = tempfile::tempdir().unwrap();
         let cfg = EngineConfig {
-            workspace_root: root.path().join("workspaces"),
-            grants: GrantVerifier::hmac(b"unit-test-secret"),
-            clock: crate::Clock::system(),
-            sandboxer: None,
-            provider_id: crate::PROVIDER_ID.into(),
-            allow_host_network: false,
-            max_execs_per_sandbox: crate::DEFAULT_MAX_EXECS_PER_SANDBOX,
-            unauthenticated: false,
             // A host that lets the provider make no cgroup at all.
             cgroups: Cgroups::default(),
-            defaults: Defaults::default(),
+            ..EngineConfig::for_tests(root.path())
         };
         let layout = Layout::new(root.path()).unwrap();
         let engine = Engine::load(cfg, layout, FaultPlan::default()).unwrap();

@@ -56,6 +56,25 @@ pub struct EngineConfig {
     pub defaults: Defaults,
 }
 
+#[cfg(test)]
+impl EngineConfig {
+    /// An unisolated engine over `root` with the defaults, for unit tests.
+    pub(crate) fn for_tests(root: &std::path::Path) -> Self {
+        EngineConfig {
+            workspace_root: root.join("workspaces"),
+            grants: GrantVerifier::hmac(b"unit-test-secret"),
+            clock: Clock::system(),
+            sandboxer: None,
+            provider_id: crate::PROVIDER_ID.into(),
+            allow_host_network: false,
+            max_execs_per_sandbox: crate::DEFAULT_MAX_EXECS_PER_SANDBOX,
+            unauthenticated: false,
+            cgroups: Cgroups::detect(root),
+            defaults: Defaults::default(),
+        }
+    }
+}
+
 pub type Slot = Arc<Mutex<SandboxRecord>>;
 
 /// A sandbox held: in memory, or terminated and read from its file on first use.

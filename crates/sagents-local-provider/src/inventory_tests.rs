@@ -8,7 +8,6 @@ use super::*;
 use crate::engine::EngineConfig;
 use crate::faults::FaultPlan;
 use crate::state::Layout;
-use sagents_plugin_api::grant::GrantVerifier;
 use sagents_plugin_api::spec::{ReleaseDisposition, ResolvedSandboxSpec, WorkspaceMode};
 use sagents_plugin_api::wire::{
     CheckpointRef, ExecRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext,
@@ -32,18 +31,7 @@ impl Drop for TestEngine {
 }
 
 fn engine(root: &Path) -> TestEngine {
-    let cfg = EngineConfig {
-        workspace_root: root.join("workspaces"),
-        grants: GrantVerifier::hmac(b"unit-test-secret"),
-        clock: crate::Clock::system(),
-        sandboxer: None,
-        provider_id: crate::PROVIDER_ID.into(),
-        allow_host_network: false,
-        max_execs_per_sandbox: crate::DEFAULT_MAX_EXECS_PER_SANDBOX,
-        unauthenticated: false,
-        cgroups: crate::cgroup::Cgroups::detect(root),
-        defaults: crate::Defaults::default(),
-    };
+    let cfg = EngineConfig::for_tests(root);
     TestEngine(Engine::load(cfg, Layout::new(root).unwrap(), FaultPlan::default()).unwrap())
 }
 

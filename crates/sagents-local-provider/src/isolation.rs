@@ -23,7 +23,7 @@ mod uids;
 pub use uids::{BadUidRange, UidRange, DEFAULT_SANDBOX_UIDS};
 
 use super::paths::{self, OpenDir};
-use super::process::{self, start_time, Leader, SAFE_PATH, SANDBOX_TAG};
+use super::process::{self, start_time, system_program, Leader, SAFE_PATH, SANDBOX_TAG};
 use super::seccomp::Filter;
 use sagents_plugin_api::spec::NetworkMode;
 
@@ -65,38 +65,19 @@ struct Helpers {
     nsenter: PathBuf,
     setpriv: PathBuf,
     env: PathBuf,
-}
-
-/// Finds `name` in the fixed system folders; with `root` it must be owned by root and not
-/// writable by anyone else, since the provider runs it with its own privileges.
-fn system_program(name: &str, root: bool) -> Result<PathBuf, Unavailable> {
-    use std::os::unix::fs::MetadataExt;
-    for dir in SAFE_PATH.split(':') {
-        let path = Path::new(dir).join(name);
-        let Ok(meta) = path.metadata() else { continue };
-        if !meta.is_file() || meta.mode() & 0o111 == 0 {
-            continue;
-        }
-        if root && (meta.uid() != 0 || meta.mode() & 0o022 != 0) {
-            return Err(Unavailable(format!(
-                "{} must be owned by root and writable by root alone",
-                path.display()
-            )));
-        }
-        return Ok(path);
-    }
-    Err(Unavailable(format!(
-        "`{name}` was not found in {SAFE_PATH}"
-    )))
+    /// The leader inside the sandbox, where the host's system folders are bound read-only.
+    sleep: PathBuf,
 }
 
 impl Helpers {
     fn find(root: bool) -> Result<Self, Unavailable> {
+        let find = |name| system_program(name, root).map_err(|e| Unavailable(e.to_string()));
         Ok(Helpers {
-            bwrap: system_program("bwrap", root)?,
-            nsenter: system_program("nsenter", root)?,
-            setpriv: system_program("setpriv", root)?,
-            env: system_program("env", root)?,
+            bwrap: find("bwrap")?,
+            nsenter: find("nsenter")?,
+            setpriv: find("setpriv")?,
+            env: find("env")?,
+            sleep: find("sleep")?,
         })
     }
 }
@@ -380,7 +361,9 @@ impl Sandboxer {
         let mut cmd = self.bwrap(dir.fd.as_fd(), network, user, cgroup)?;
         cmd.args(["--setenv", SANDBOX_TAG, sandbox_id, "--info-fd"])
             .arg(info_fd.to_string())
-            .args(["--", "sleep", "infinity"])
+            .arg("--")
+            .arg(&self.helpers.sleep)
+            .arg("infinity")
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         // SAFETY: fcntl(2) and prctl(2) are async-signal-safe.

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -36,11 +36,39 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 /// can still be found (see [`tagged_leaders`]).
 pub const SANDBOX_TAG: &str = "SAGENTS_SANDBOX_ID";
 
+/// Finds `name` in the fixed system folders ([`SAFE_PATH`]), never by a caller's `PATH`; with
+/// `root` it must be owned by root and writable by root alone, since the provider runs it with
+/// its own privileges.
+pub fn system_program(name: &str, root: bool) -> io::Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    for dir in SAFE_PATH.split(':') {
+        let path = Path::new(dir).join(name);
+        let Ok(meta) = path.metadata() else { continue };
+        if !meta.is_file() || meta.mode() & 0o111 == 0 {
+            continue;
+        }
+        if root && (meta.uid() != 0 || meta.mode() & 0o022 != 0) {
+            return Err(io::Error::other(format!(
+                "{} must be owned by root and writable by root alone",
+                path.display()
+            )));
+        }
+        return Ok(path);
+    }
+    Err(io::Error::other(format!(
+        "`{name}` was not found in {SAFE_PATH}"
+    )))
+}
+
 /// Starts `sleep infinity` as the leader of a new process group in `dir`, in the control
 /// groups whose `cgroup.procs` are `cgroup`.
 pub fn spawn_leader(dir: &Path, sandbox_id: &str, cgroup: Vec<OwnedFd>) -> io::Result<Leader> {
-    let mut cmd = tokio::process::Command::new("sleep");
+    // SAFETY: geteuid(2) has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = tokio::process::Command::new(system_program("sleep", root)?);
     cmd.arg("infinity")
+        .env_clear()
+        .env("PATH", SAFE_PATH)
         .env(SANDBOX_TAG, sandbox_id)
         .current_dir(dir)
         .stdin(Stdio::null())

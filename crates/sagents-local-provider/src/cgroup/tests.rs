@@ -120,7 +120,8 @@ fn a_v2_group_freezes_kills_and_goes() {
     let bounds = Bounds::from_resources(&Resources::default(), &Defaults::default()).unwrap();
     let cg = cgroups.create("sbx_unit", &bounds).unwrap();
     let fds = cg.open_procs().unwrap();
-    let mut cmd = std::process::Command::new("sleep");
+    let mut cmd =
+        std::process::Command::new(crate::process::system_program("sleep", false).unwrap());
     cmd.arg("30");
     // SAFETY: the closure only calls write(2).
     unsafe {
