@@ -171,6 +171,15 @@ pub fn check_capabilities(caps: &Capabilities) -> Result<(), RegistryError> {
             "advertises snapshot_and_terminate but supports_snapshot is false".into(),
         ));
     }
+    let known = ["max_processes", "memory_mb", "cpu_percent"];
+    for (i, field) in caps.bounded_resources.iter().enumerate() {
+        if !known.contains(&field.as_str()) || caps.bounded_resources[..i].contains(field) {
+            return Err(RegistryError::CapabilitiesInvalid(format!(
+                "bounded_resources names `{}`: each entry must be one of {known:?}, once",
+                field.chars().take(40).collect::<String>()
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -315,6 +324,24 @@ mod tests {
         );
         c.supported_release_dispositions.clear();
         assert!(check_capabilities(&c).is_err());
+    }
+
+    #[test]
+    fn bounded_resources_name_known_spec_fields_once() {
+        let mut c = caps();
+        c.bounded_resources = vec!["max_processes".into(), "memory_mb".into()];
+        assert!(check_capabilities(&c).is_ok());
+        for bad in [
+            vec!["disk_mb".to_owned()],
+            vec!["memory_mb".to_owned(), "memory_mb".to_owned()],
+            vec!["x".repeat(10_000)],
+        ] {
+            c.bounded_resources = bad;
+            assert_eq!(
+                check_capabilities(&c).unwrap_err().code(),
+                "provider.capabilities_invalid"
+            );
+        }
     }
 
     #[test]
