@@ -73,6 +73,7 @@ async fn loader_variables_and_malformed_names_are_refused() {
         ("LD_PRELOAD", "/workspace/evil.so"),
         ("LD_LIBRARY_PATH", "/workspace"),
         ("LD_AUDIT", "/workspace/evil.so"),
+        ("SAGENTS_SANDBOX_ID", "sbx_of_another_tenant"),
         ("A=B", "x"),
         ("1X", "x"),
         ("", "x"),

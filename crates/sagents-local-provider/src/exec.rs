@@ -51,7 +51,8 @@ pub const MAX_ENV_VARS: usize = 256;
 pub const MAX_ENV_VALUE_BYTES: usize = 32 * 1024;
 
 /// Checks a request's `env`: names are `[A-Za-z_][A-Za-z0-9_]*` and not the dynamic loader's
-/// (`LD_*`), values hold no NUL. The variables reach only the command, never a host process.
+/// (`LD_*`) nor the provider's (`SAGENTS_*`), values hold no NUL. The variables reach only the
+/// command, never a host process.
 pub fn check_env(env: Option<&BTreeMap<String, String>>) -> Result<(), ExecError> {
     let Some(env) = env else { return Ok(()) };
     if env.len() > MAX_ENV_VARS {
@@ -68,6 +69,10 @@ pub fn check_env(env: Option<&BTreeMap<String, String>>) -> Result<(), ExecError
         }
         if k.starts_with("LD_") {
             return Err(ExecError::LoaderEnv(k.clone()));
+        }
+        // The provider finds a sandbox's leader by this tag; a command must not wear another's.
+        if k.starts_with("SAGENTS_") {
+            return Err(ExecError::ReservedEnv(k.clone()));
         }
         if v.contains('\0') || v.len() > MAX_ENV_VALUE_BYTES {
             return Err(ExecError::BadEnvValue(k.clone()));
@@ -123,6 +128,8 @@ pub enum ExecError {
     BadEnvName(String),
     #[error("env `{0}` is refused: the dynamic loader's variables (`LD_*`) cannot be set")]
     LoaderEnv(String),
+    #[error("env `{0}` is refused: `SAGENTS_*` names are the provider's own")]
+    ReservedEnv(String),
     #[error("env `{0}`: a value holds a NUL byte or is longer than {MAX_ENV_VALUE_BYTES} bytes")]
     BadEnvValue(String),
     #[error("env sets more than {MAX_ENV_VARS} variables")]
