@@ -4,7 +4,6 @@
 //! answer is recorded. A retry with the key, and the next start, remove whatever an
 //! interrupted attempt left behind; the retry then creates the sandbox again under that id.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use chrono::Utc;
@@ -13,8 +12,9 @@ use super::engine::{check_key, check_name, check_spec, internal, Engine};
 use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::paths::{self, OpenDir};
-use super::process::{self, Leader};
-use super::state::{fingerprint, CreateIntent, Layout, SandboxRecord, StoredRequest};
+use super::process;
+use super::state::{fingerprint, CreateIntent, SandboxRecord, StoredRequest};
+use super::undo::undo;
 use sagents_plugin_api::spec::WorkspaceMode;
 use sagents_plugin_api::wire::{ProvisionRequest, SandboxHandle, SandboxRef, SandboxState};
 
@@ -23,31 +23,6 @@ fn key_reused(scope: &str) -> ApiError {
         "idempotency.key_reused",
         format!("idempotency_key was already used for a different {scope} request"),
     )
-}
-
-/// Kills what an interrupted creation started and removes its state and (isolated) files;
-/// an active workspace's host folder is left alone. `leaders` are the tagged live leaders.
-pub(super) fn undo(
-    layout: &Layout,
-    intent: &CreateIntent,
-    leaders: &HashMap<String, Leader>,
-) -> std::io::Result<()> {
-    let id = &intent.sandbox_id;
-    let recorded = layout.load_sandbox(id)?.and_then(|rec| rec.leader);
-    for leader in recorded.iter().chain(leaders.get(id)) {
-        leader.kill_group_blocking()?;
-    }
-    layout.remove_sandbox(id)?;
-    if intent.workspace_mode == WorkspaceMode::Isolated {
-        match std::fs::remove_dir_all(layout.sandbox_dirs().join(id)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-    }
-    layout.save_intent(&CreateIntent {
-        undone: true,
-        ..intent.clone()
-    })
 }
 
 /// What a create call does: answer from the record, or create this sandbox.

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::engine::Engine;
 use super::error::ApiError;
 use sagents_plugin_api::spec::{NetworkMode, ResolvedSandboxSpec};
 
@@ -62,18 +61,19 @@ impl Drop for ExecSlot<'_> {
     }
 }
 
-impl Engine {
-    /// Refuses `network: host` unless the provider was started with `--allow-host-network`:
-    /// the host's network reaches the service, its database and every loopback port.
-    pub(super) fn check_network(&self, spec: &ResolvedSandboxSpec) -> Result<(), ApiError> {
-        if spec.resources.network() == NetworkMode::Host && !self.cfg.allow_host_network {
-            return Err(ApiError::invalid(
-                "sandbox.host_network_refused",
-                "resources.network `host` is not allowed on this provider (it was started without --allow-host-network); ask for `none`",
-            ));
-        }
-        Ok(())
+/// Refuses `network: host` unless the provider was started with `--allow-host-network`:
+/// the host's network reaches the service, its database and every loopback port.
+pub(super) fn check_network(
+    allow_host_network: bool,
+    spec: &ResolvedSandboxSpec,
+) -> Result<(), ApiError> {
+    if spec.resources.network() == NetworkMode::Host && !allow_host_network {
+        return Err(ApiError::invalid(
+            "sandbox.host_network_refused",
+            "resources.network `host` is not allowed on this provider (it was started without --allow-host-network); ask for `none`",
+        ));
     }
+    Ok(())
 }
 
 #[cfg(test)]

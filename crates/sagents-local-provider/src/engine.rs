@@ -13,7 +13,6 @@ use tokio::sync::Mutex;
 
 use super::cgroup::{Cgroups, Controller, Defaults};
 use super::clock::Clock;
-use super::create::undo;
 use super::doors::ExecSlots;
 use super::error::ApiError;
 use super::exec::{self, ExecPlan, Place};
@@ -23,6 +22,7 @@ use super::locks::NamedLocks;
 use super::paths;
 use super::process::{self, Limits};
 use super::state::{Layout, SandboxRecord};
+use super::undo::undo;
 use sagents_plugin_api::grant::GrantVerifier;
 use sagents_plugin_api::spec::{ReleaseDisposition, ResolvedSandboxSpec, SpecError};
 use sagents_plugin_api::wire::{

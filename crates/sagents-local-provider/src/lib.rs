@@ -39,6 +39,7 @@ mod restore;
 mod routes;
 pub mod seccomp;
 mod state;
+mod undo;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

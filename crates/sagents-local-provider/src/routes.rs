@@ -15,6 +15,7 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use sha2::{Digest, Sha256};
 
+use super::doors;
 use super::engine::Engine;
 use super::error::ApiError;
 use super::faults::{FaultAction, FaultPoint};
@@ -219,7 +220,7 @@ async fn capabilities(State(s): State<AppState>) -> Response {
 
 async fn provision(State(s): State<AppState>, ApiJson(req): ApiJson<ProvisionRequest>) -> Response {
     with_faults(&s, FaultPoint::Provision, None, async {
-        s.engine.check_network(&req.spec)?;
+        doors::check_network(s.engine.cfg.allow_host_network, &req.spec)?;
         let (handle, created) = s.engine.provision(&req).await?;
         let status = if created {
             StatusCode::CREATED
@@ -274,7 +275,7 @@ async fn exec(
 
 async fn restore(State(s): State<AppState>, ApiJson(req): ApiJson<RestoreRequest>) -> Response {
     with_faults(&s, FaultPoint::Restore, None, async {
-        s.engine.check_network(&req.spec)?;
+        doors::check_network(s.engine.cfg.allow_host_network, &req.spec)?;
         let (handle, created) = s.engine.restore(&req).await?;
         let status = if created {
             StatusCode::CREATED
