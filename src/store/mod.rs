@@ -5,41 +5,13 @@
 //! the few dialect differences (claiming, the fencing-token source, notifications,
 //! transaction start) live in `dialect.rs`.
 
-mod attention;
-mod batch_reads;
-mod connect;
-mod dialect;
-mod error;
-mod events;
-mod group;
-mod idempotency;
-mod inbox;
+mod admin;
+mod claims;
+mod engine;
 mod interactions;
-mod jobs;
-mod lifecycle_metrics;
-mod lifecycle_work;
-mod providers;
-mod reconcile;
-mod reply_batch;
-mod request_batch;
-mod resource_events;
-mod resource_hooks;
-mod resource_writes;
-mod rows;
-mod run_batch;
-mod run_fence;
-mod run_transitions;
+mod resources;
 mod runs;
-mod runtime_claims;
-mod session_batch;
 mod sessions;
-mod settings;
-mod snapshot_read;
-mod suspend_batch;
-mod tenant_policies;
-mod tokens;
-mod transition_batch;
-mod tx;
 
 use std::sync::Arc;
 
@@ -49,16 +21,16 @@ use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::notify::ChangeHub;
 
-pub use attention::AttentionItem;
-pub use error::StoreError;
-pub use events::SessionEvent;
-pub use idempotency::IdempotencyBegin;
-pub use inbox::{BadCursor, InboxCursor, InboxItem};
-pub use interactions::ReplyOutcome;
-pub use providers::ProviderRecord;
-pub use reconcile::RunView;
-pub use resource_events::ResourceEvent;
-pub use runtime_claims::LeaseRenewal;
+pub use admin::idempotency::IdempotencyBegin;
+pub use admin::providers::ProviderRecord;
+pub use claims::runtime::LeaseRenewal;
+pub use engine::error::StoreError;
+pub use interactions::interaction::ReplyOutcome;
+pub use resources::attention::AttentionItem;
+pub use resources::history::ResourceEvent;
+pub use resources::reconcile::RunView;
+pub use sessions::events::SessionEvent;
+pub use sessions::inbox::{BadCursor, InboxCursor, InboxItem};
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
@@ -88,7 +60,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     hub: Arc<ChangeHub>,
     metrics: Arc<Metrics>,
-    group: group::GroupCommit,
+    group: engine::group::GroupCommit,
     /// Seals provider tokens at rest; set once after connecting (unset: stored as given).
     sealer: std::sync::OnceLock<crate::config::Sealer>,
 }
