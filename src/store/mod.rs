@@ -3,7 +3,9 @@
 //! Every use case is one method and one transaction. Both backends run the same SQL through
 //! sqlx's `Any` driver (`$n` placeholders, BIGINT epoch-millisecond timestamps, JSON as TEXT);
 //! the few dialect differences (claiming, the fencing-token source, notifications,
-//! transaction start) live in `dialect.rs`.
+//! transaction start) live in `engine/dialect.rs`. Each aggregate has its folder (`sessions`, `runs`,
+//! `interactions`, `resources`, `claims`, `admin`) and writes through `engine`, which imports
+//! no aggregate.
 
 mod admin;
 mod claims;
@@ -13,83 +15,14 @@ mod resources;
 mod runs;
 mod sessions;
 
-use std::sync::Arc;
-
-use sqlx::AnyPool;
-
-use crate::clock::Clock;
-use crate::metrics::Metrics;
-use crate::notify::ChangeHub;
-
 pub use admin::idempotency::IdempotencyBegin;
-pub use admin::providers::ProviderRecord;
 pub use claims::runtime::LeaseRenewal;
 pub use engine::error::StoreError;
-pub use interactions::interaction::ReplyOutcome;
+pub use engine::handle::{Backend, Store, StoreResult};
+pub use engine::records::{ProviderRecord, ReplyOutcome, ResourceEvent, SessionEvent};
 pub use resources::attention::AttentionItem;
-pub use resources::history::ResourceEvent;
 pub use resources::reconcile::RunView;
-pub use sessions::events::SessionEvent;
 pub use sessions::inbox::{BadCursor, InboxCursor, InboxItem};
-
-pub type StoreResult<T> = Result<T, StoreError>;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-/// Cheap to clone; every clone shares the pools.
-#[derive(Clone)]
-pub struct Store {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    backend: Backend,
-    url: String,
-    /// SQLite: a single connection, so writers never contend; PostgreSQL: the pool shared by
-    /// requests and workers.
-    write: AnyPool,
-    /// SQLite: several read connections (WAL readers); PostgreSQL: the same pool as `write`.
-    read: AnyPool,
-    /// The group commit's transactions. SQLite: `write`; PostgreSQL: one connection per group
-    /// writer, so each statement text is prepared on a few connections and reused there.
-    grouped: AnyPool,
-    clock: Arc<dyn Clock>,
-    hub: Arc<ChangeHub>,
-    metrics: Arc<Metrics>,
-    group: engine::group::GroupCommit,
-    /// Seals provider tokens at rest; set once after connecting (unset: stored as given).
-    sealer: std::sync::OnceLock<crate::config::Sealer>,
-}
-
-impl Store {
-    pub fn backend(&self) -> Backend {
-        self.inner.backend
-    }
-
-    pub fn url(&self) -> &str {
-        &self.inner.url
-    }
-
-    pub fn hub(&self) -> &Arc<ChangeHub> {
-        &self.inner.hub
-    }
-
-    pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.inner.metrics
-    }
-
-    pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.inner.clock
-    }
-
-    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.inner.clock.now()
-    }
-}
 
 #[cfg(test)]
 mod tests {

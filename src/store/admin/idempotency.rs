@@ -1,9 +1,8 @@
 use chrono::{DateTime, Duration, Utc};
 
 use crate::clock::to_millis;
-use crate::store::engine::rows;
 use crate::store::engine::tx::WriteTx;
-use crate::store::{Store, StoreResult};
+use crate::store::engine::{rows, Store, StoreResult};
 
 /// What to do with a request carrying an `Idempotency-Key`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,35 +1,9 @@
-use chrono::{DateTime, Utc};
-
 use crate::clock::to_millis;
 use crate::config::{SealError, Sealer};
 use crate::domain::validate;
+use crate::store::engine::records::ProviderRecord;
 use crate::store::engine::rows::{self, PROVIDER_COLS};
-use crate::store::{Store, StoreError, StoreResult};
-
-/// A registered sandbox provider. The token is needed to call it and is never listed (nor
-/// printed by `Debug`).
-#[derive(Clone, PartialEq)]
-pub struct ProviderRecord {
-    pub provider_id: String,
-    pub base_url: String,
-    pub token: String,
-    pub capabilities: serde_json::Value,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl std::fmt::Debug for ProviderRecord {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderRecord")
-            .field("provider_id", &self.provider_id)
-            .field("base_url", &self.base_url)
-            .field("token", &"***")
-            .field("capabilities", &self.capabilities)
-            .field("created_at", &self.created_at)
-            .field("updated_at", &self.updated_at)
-            .finish()
-    }
-}
+use crate::store::engine::{Store, StoreError, StoreResult};
 
 fn context(provider_id: &str) -> String {
     format!("provider:{provider_id}")

@@ -1,6 +1,5 @@
 use crate::config::SealError;
-use crate::store::engine::rows;
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::engine::{rows, Store, StoreError, StoreResult};
 
 /// The associated data a sealed setting is bound to, so it opens only in its own row.
 fn context(key: &str) -> String {

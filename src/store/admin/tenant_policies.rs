@@ -1,8 +1,7 @@
 use crate::clock::to_millis;
 use crate::domain::tenant::{TenantPolicy, TenantPolicyInfo};
 use crate::domain::validate;
-use crate::store::engine::rows;
-use crate::store::{Store, StoreResult};
+use crate::store::engine::{rows, Store, StoreResult};
 
 impl Store {
     /// The policy an operator set for `tenant`, else the defaults (nothing allowed).

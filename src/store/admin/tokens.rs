@@ -5,7 +5,7 @@ use crate::domain::token::{new_secret, Principal, Role, TokenInfo};
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::TokenId;
 use crate::store::engine::rows::{self, TOKEN_COLS};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::engine::{Store, StoreError, StoreResult};
 
 impl Store {
     /// Stores a new token (only its hash) and returns it with the secret, shown once.

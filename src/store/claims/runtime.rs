@@ -13,10 +13,9 @@ use crate::domain::run::{RunEvent, RunState};
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::LeaseId;
 use crate::store::engine::dialect::DueRuns;
-use crate::store::engine::rows;
 use crate::store::engine::tx::WriteTx;
+use crate::store::engine::{rows, Store, StoreError, StoreResult};
 use crate::store::runs::fence::{expected_hashes, invalid_state, latest_checkpoint};
-use crate::store::{Store, StoreError, StoreResult};
 
 pub(in crate::store) const MAX_CLAIMS: u32 = 100;
 

@@ -5,31 +5,14 @@ use std::collections::HashMap;
 
 use sqlx::AnyConnection;
 
-use crate::domain::claim::LeaseState;
+use super::handle::{Backend, Store, StoreResult};
+use super::records::{InteractionRecord, RecordHead, RunFence, RunRecord};
+use super::rows::{self, INTERACTION_COLS, JOB_COLS, RESOURCE_COLS, SUSPENSION_COLS};
 use crate::domain::interaction::Suspension;
 use crate::domain::job::Job;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::ResourceState;
 use crate::domain::RunId;
-use crate::store::engine::rows::{
-    self, InteractionRecord, RunRecord, INTERACTION_COLS, JOB_COLS, RESOURCE_COLS, SUSPENSION_COLS,
-};
-use crate::store::{Backend, Store, StoreResult};
-
-/// What a compare-and-set write of a record checks and reports: its state and version.
-#[derive(Debug, Clone, Copy)]
-pub(in crate::store) struct RecordHead {
-    pub state: ResourceState,
-    pub version: i64,
-}
-
-/// What a fenced record write checks of its run: the lease, and whether a parent's record
-/// may wait on this one's release.
-#[derive(Debug, Clone)]
-pub(in crate::store) struct RunFence {
-    pub lease: LeaseState,
-    pub has_parent: bool,
-}
 
 /// Placeholders numbered in the order they appear in the statement, so parameters are bound
 /// in that order: `$1, $2, …` on PostgreSQL, anonymous `?` on SQLite (which binds each

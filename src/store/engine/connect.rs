@@ -7,12 +7,13 @@ use sqlx::migrate::Migrator;
 use sqlx::AnyConnection;
 use sqlx::{Executor, Row};
 
+use super::error::StoreError;
+use super::group::GroupCommit;
+use super::handle::{Backend, Inner, Store, StoreResult};
 use crate::clock::Clock;
 use crate::domain::validate::ValidationError;
 use crate::metrics::Metrics;
 use crate::notify::ChangeHub;
-use crate::store::engine::group::GroupCommit;
-use crate::store::{Backend, Inner, Store, StoreError, StoreResult};
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");

@@ -7,15 +7,13 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
+use super::batch_reads::{bind_ids, padded, padded_ids, params, value_rows, with_last_repeated};
+use super::handle::{Backend, Store, StoreResult};
+use super::rows;
 use crate::clock::to_millis;
 use crate::domain::run::RunState;
 use crate::domain::LeaseId;
 use crate::notify;
-use crate::store::engine::batch_reads::{
-    bind_ids, padded, padded_ids, params, value_rows, with_last_repeated,
-};
-use crate::store::engine::rows;
-use crate::store::{Backend, Store, StoreResult};
 
 /// A run that a claim has just leased.
 #[derive(Debug, Clone)]

@@ -10,21 +10,22 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
+use super::error::StoreError;
+use super::handle::{Backend, Store, StoreResult};
+use super::records::ReplyOutcome;
+use super::request_batch::Requests;
+use super::tx::WriteTx;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::RunEffect;
 use crate::domain::run::Run;
 use crate::domain::session::Session;
 use crate::metrics::Metrics;
-use crate::store::engine::request_batch::Requests;
-use crate::store::engine::tx::WriteTx;
-use crate::store::interactions::interaction::ReplyOutcome;
 use crate::store::interactions::reply_batch::ReplyItem;
 use crate::store::resources::writes::{HandBack, SaveItem};
 use crate::store::runs::create_batch::RunItem;
 use crate::store::runs::suspend_batch::SuspendItem;
 use crate::store::runs::transition_batch::{TransitionItem, Transitioned};
 use crate::store::sessions::create_batch::SessionItem;
-use crate::store::{Backend, Store, StoreError, StoreResult};
 
 /// The most writes one group carries.
 const MAX_GROUP: usize = 64;

@@ -6,13 +6,14 @@ use std::sync::atomic::Ordering;
 
 use tokio::sync::oneshot;
 
+use super::error::StoreError;
+use super::handle::{Store, StoreResult};
 use crate::domain::run::Run;
 use crate::domain::session::Session;
 use crate::metrics::Metrics;
 use crate::store::runs::create_batch::RunItem;
 use crate::store::runs::suspend_batch::SuspendItem;
 use crate::store::sessions::create_batch::SessionItem;
-use crate::store::{Store, StoreError, StoreResult};
 
 type Reply<T> = oneshot::Sender<StoreResult<T>>;
 

@@ -6,6 +6,11 @@ use chrono::{DateTime, Utc};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
+use super::error::StoreError;
+use super::handle::StoreResult;
+use super::records::{
+    InteractionRecord, OpenSuspension, ProviderRecord, ResourceEvent, RunRecord, SessionEvent,
+};
 use crate::clock::from_millis;
 use crate::domain::claim::LeaseState;
 use crate::domain::interaction::{
@@ -18,9 +23,6 @@ use crate::domain::session::Session;
 use crate::domain::snapshot::{PendingInteraction, SnapshotRun, SnapshotSession};
 use crate::domain::token::TokenInfo;
 use crate::domain::{CheckpointId, InteractionId, JobId, RunId, SessionId, SuspensionId, TokenId};
-use crate::store::admin::providers::ProviderRecord;
-use crate::store::sessions::events::SessionEvent;
-use crate::store::{StoreError, StoreResult};
 use sagents_text_enum::EnumParseError;
 
 pub(in crate::store) const SESSION_COLS: &str = "s.id, s.tenant_id, s.title, s.metadata, \
@@ -84,28 +86,6 @@ pub(in crate::store) const RESOURCE_COLS: &str = "run_id, generation, provider_i
 
 pub(in crate::store) const SUSPENSION_COLS: &str = "id, run_id, reason, status, checkpoint_id, \
      interaction_id, requested_at, resolved_at";
-
-/// A run as the fenced writes need it: the run, its lease and its tenant.
-#[derive(Debug, Clone)]
-pub(in crate::store) struct RunRecord {
-    pub run: Run,
-    pub lease: LeaseState,
-    pub tenant_id: String,
-}
-
-/// An interaction with the session it belongs to.
-#[derive(Debug, Clone)]
-pub(in crate::store) struct InteractionRecord {
-    pub interaction: InteractionRequest,
-    pub session_id: SessionId,
-}
-
-/// The open suspension of a run (`pending` or `resolving`).
-#[derive(Debug, Clone)]
-pub(in crate::store) struct OpenSuspension {
-    pub id: SuspensionId,
-    pub interaction_id: Option<InteractionId>,
-}
 
 fn corrupt(column: &str, message: impl Into<String>) -> StoreError {
     StoreError::Database(sqlx::Error::ColumnDecode {
@@ -432,5 +412,15 @@ pub(in crate::store) fn resource(row: &AnyRow) -> StoreResult<ExecutionResourceR
         error: opt_typed(row, "error")?,
         version: int(row, "version")?,
         updated_at: time(row, "updated_at")?,
+    })
+}
+
+pub(in crate::store) fn history_entry(row: &AnyRow) -> StoreResult<ResourceEvent> {
+    Ok(ResourceEvent {
+        run_id: RunId::from_trusted(text(row, "run_id")?),
+        sequence: int(row, "sequence")?,
+        r#type: text(row, "type")?,
+        data: json(row, "data")?,
+        created_at: time(row, "created_at")?,
     })
 }

@@ -9,14 +9,14 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::{Any, Transaction};
 
+use super::batch_reads::params;
+use super::handle::{Store, StoreResult};
+use super::rows::to_json;
+use super::snapshot_read::{read_snapshot, OwnedSnapshot};
 use crate::clock::to_millis;
 use crate::metrics::Metrics;
 use crate::notify::{self, Work};
 use crate::snapshot_cache::Encoded;
-use crate::store::engine::batch_reads::params;
-use crate::store::engine::rows::to_json;
-use crate::store::sessions::snapshot_read::{read_snapshot, OwnedSnapshot};
-use crate::store::{Store, StoreResult};
 
 mod touch;
 

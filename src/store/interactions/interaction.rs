@@ -1,27 +1,20 @@
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sqlx::AnyConnection;
-use utoipa::ToSchema;
 
 use crate::clock::to_millis;
 use crate::domain::commands::ReplyInteraction;
-use crate::domain::interaction::{InteractionRequest, InteractionStatus};
-use crate::domain::run::{RunEvent, RunState, RunStatus};
+use crate::domain::interaction::InteractionStatus;
+use crate::domain::run::{RunEvent, RunState};
 use crate::domain::{InteractionId, SessionId};
-use crate::store::engine::rows::{self, InteractionRecord, INTERACTION_COLS};
+use crate::store::engine::records::{InteractionRecord, ReplyOutcome};
+use crate::store::engine::rows::{self, INTERACTION_COLS};
+use crate::store::engine::{Store, StoreResult};
 use crate::store::interactions::reply_batch::ReplyItem;
 use crate::store::runs::fence::Outcome;
-use crate::store::{Store, StoreResult};
 
 /// How many expired interactions one sweep handles at most.
 const EXPIRY_BATCH: i64 = 100;
 const EXPIRY_BATCHES: usize = 10;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct ReplyOutcome {
-    pub interaction: InteractionRequest,
-    pub run_status: RunStatus,
-}
 
 impl Store {
     async fn find_interaction(

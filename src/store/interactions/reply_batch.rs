@@ -17,12 +17,12 @@ use crate::domain::{InteractionId, SessionId};
 use crate::store::engine::batch_reads::{
     bind_ids, padded, params, value_column, value_rows, with_last_repeated,
 };
-use crate::store::engine::rows::{self, RunRecord, RUN_RETURNING};
+use crate::store::engine::records::{ReplyOutcome, RunRecord};
+use crate::store::engine::rows::{self, RUN_RETURNING};
 use crate::store::engine::tx::WriteTx;
-use crate::store::interactions::interaction::ReplyOutcome;
+use crate::store::engine::visible::sees;
+use crate::store::engine::{Backend, Store, StoreError, StoreResult};
 use crate::store::resources::hooks::DUE_NOW;
-use crate::store::sessions::session::sees;
-use crate::store::{Backend, Store, StoreError, StoreResult};
 
 /// One queued reply, as the caller asked it.
 #[derive(Debug)]

@@ -13,7 +13,7 @@ use crate::domain::validate;
 use crate::domain::{LeaseId, RunId};
 use crate::store::claims::runtime::lease_expiry;
 use crate::store::engine::rows::{self, RESOURCE_COLS};
-use crate::store::{Backend, Store, StoreError, StoreResult};
+use crate::store::engine::{Backend, Store, StoreError, StoreResult};
 
 /// A `needs_attention` record, with its tenant and when it entered that state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -1,37 +1,11 @@
 //! The execution-resource history of a run, for operators: every state a record entered, with
 //! the provider, generation, disposition and error code. Frontends never read it.
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use sqlx::any::AnyRow;
-use utoipa::ToSchema;
-
 use crate::domain::RunId;
-use crate::store::engine::rows::{int, json, text, time};
+use crate::store::engine::records::ResourceEvent;
+use crate::store::engine::rows;
+use crate::store::engine::{Store, StoreError, StoreResult};
 use crate::store::sessions::events::EventPage;
-use crate::store::{Store, StoreError, StoreResult};
-
-/// One entry of a run's execution-resource history. `sequence` is the record's version after
-/// the write that logged it (entries from before this log existed are numbered from 1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct ResourceEvent {
-    pub run_id: RunId,
-    pub sequence: i64,
-    pub r#type: String,
-    #[schema(value_type = Object)]
-    pub data: serde_json::Value,
-    pub created_at: DateTime<Utc>,
-}
-
-fn resource_event(row: &AnyRow) -> StoreResult<ResourceEvent> {
-    Ok(ResourceEvent {
-        run_id: RunId::from_trusted(text(row, "run_id")?),
-        sequence: int(row, "sequence")?,
-        r#type: text(row, "type")?,
-        data: json(row, "data")?,
-        created_at: time(row, "created_at")?,
-    })
-}
 
 impl Store {
     /// Entries of the run's resource history with `sequence > after`, oldest first, at most
@@ -59,7 +33,7 @@ impl Store {
         page.rows(&mut conn, run_id.as_str())
             .await?
             .iter()
-            .map(resource_event)
+            .map(rows::history_entry)
             .collect()
     }
 }

@@ -13,7 +13,7 @@ use crate::domain::resource::ResourceState;
 use crate::store::engine::batch_reads::{bind_ids, params};
 use crate::store::engine::rows::{self, RESOURCE_COLS};
 use crate::store::engine::tx::WriteTx;
-use crate::store::{Store, StoreResult};
+use crate::store::engine::{Store, StoreResult};
 
 /// `due_at` becomes `$1` (now) unless it is already earlier.
 pub(in crate::store) const DUE_NOW: &str =

@@ -14,12 +14,11 @@ use crate::domain::resource::{LifecycleWork, RunEffect};
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::{LeaseId, RunId};
 use crate::store::claims::runtime::{lease_expiry, MAX_CLAIMS};
-use crate::store::engine::batch_reads::{RecordHead, RunFence};
 use crate::store::engine::dialect::DueRuns;
-use crate::store::engine::rows;
+use crate::store::engine::records::{RecordHead, RunFence};
 use crate::store::engine::tx::WriteTx;
+use crate::store::engine::{rows, Store, StoreError, StoreResult};
 use crate::store::resources::writes::{HandBack, SaveItem};
-use crate::store::{Store, StoreError, StoreResult};
 
 impl Store {
     /// Claims up to `max` runs whose record is due (`due_at <= now`) and whose run has no live

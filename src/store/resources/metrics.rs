@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 use crate::clock::to_millis;
 use crate::domain::resource::ResourceState;
 use crate::metrics::LifecycleMetrics;
-use crate::store::engine::rows;
-use crate::store::{Store, StoreResult};
+use crate::store::engine::{rows, Store, StoreResult};
 
 /// The quantiles are taken over this many of the most recent releases.
 const LATENCY_WINDOW: i64 = 10_000;

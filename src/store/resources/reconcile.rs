@@ -10,7 +10,7 @@ use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::run::RunState;
 use crate::domain::validate;
 use crate::store::claims::runtime::lease_expiry;
-use crate::store::{Store, StoreResult};
+use crate::store::engine::{Store, StoreResult};
 
 /// A run as the reconciler judges its compute: its state, tenant, last change (the end of a
 /// terminal run) and its record, if it has one.

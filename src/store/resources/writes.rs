@@ -12,14 +12,12 @@ use crate::domain::resource::ResourceState;
 use crate::domain::resource::RunEffect;
 use crate::domain::run::RunState;
 use crate::domain::RunId;
-use crate::store::engine::batch_reads::{
-    bind_ids, params, value_rows, Placeholders, RecordHead, RunFence,
-};
-use crate::store::engine::rows;
+use crate::store::engine::batch_reads::{bind_ids, params, value_rows, Placeholders};
+use crate::store::engine::records::{RecordHead, RunFence};
 use crate::store::engine::tx::WriteTx;
+use crate::store::engine::{rows, Store, StoreError, StoreResult};
 use crate::store::resources::hooks::lifecycle_event;
 use crate::store::runs::fence::Outcome;
-use crate::store::{Store, StoreError, StoreResult};
 
 /// One record write: `record` replaces the stored one if its `version` still matches and
 /// `fencing_token` still holds the run's live lease.

@@ -13,9 +13,9 @@ use crate::domain::{RunId, SessionId};
 use crate::store::engine::batch_reads::{bind_ids, params};
 use crate::store::engine::rows::{self, RUN_RETURNING};
 use crate::store::engine::tx::WriteTx;
+use crate::store::engine::visible::sees;
+use crate::store::engine::{Store, StoreError, StoreResult};
 use crate::store::sessions::create_batch::owners_of;
-use crate::store::sessions::session::sees;
-use crate::store::{Store, StoreError, StoreResult};
 
 /// One queued run creation, with the id it will get.
 #[derive(Debug)]

@@ -10,10 +10,11 @@ use crate::domain::claim::ExpectedHashes;
 use crate::domain::interaction::Checkpoint;
 use crate::domain::run::{Run, RunState, TransitionError};
 use crate::metrics::Metrics;
-use crate::store::engine::rows::{self, RunRecord, CHECKPOINT_COLS, RUN_RETURNING};
+use crate::store::engine::records::RunRecord;
+use crate::store::engine::rows::{self, CHECKPOINT_COLS, RUN_RETURNING};
 use crate::store::engine::tx::WriteTx;
-use crate::store::sessions::session::sees;
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::engine::visible::sees;
+use crate::store::engine::{Store, StoreError, StoreResult};
 
 /// What a run ends with, stored alongside its new state.
 #[derive(Debug, Clone, Copy)]

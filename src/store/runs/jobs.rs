@@ -6,8 +6,8 @@ use crate::domain::job::{ExecutionAffinity, Job, JobState, PauseBehavior};
 use crate::domain::run::RunState;
 use crate::domain::{JobId, RunId};
 use crate::store::engine::rows::{self, JOB_COLS};
-use crate::store::sessions::session::sees;
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::engine::visible::sees;
+use crate::store::engine::{Store, StoreError, StoreResult};
 
 impl Store {
     /// Fenced: a `running` job for a run in `running` state (defaults: detach, sandbox).

@@ -3,11 +3,12 @@ use serde_json::json;
 use crate::domain::commands::CreateRun;
 use crate::domain::run::{LeaseHolder, Run, RunEvent, RunReadBack};
 use crate::domain::{RunId, SessionId, SuspensionId};
-use crate::store::engine::rows::{self, OpenSuspension, RunRecord};
+use crate::store::engine::records::{OpenSuspension, RunRecord};
+use crate::store::engine::rows::{self};
 use crate::store::engine::tx::WriteTx;
+use crate::store::engine::{Store, StoreError, StoreResult};
 use crate::store::runs::create_batch::RunItem;
 use crate::store::runs::transition_batch::{Transition, TransitionItem};
-use crate::store::{Store, StoreError, StoreResult};
 
 impl Store {
     /// Creates a `queued` run (the spec is already validated by the caller). The session must

@@ -11,11 +11,12 @@ use crate::domain::run::{Run, RunEvent, RunState};
 use crate::domain::validate::ValidationError;
 use crate::domain::{CheckpointId, InteractionId, RunId, SuspensionId};
 use crate::store::engine::batch_reads::{bind_ids, pairs, params, value_rows};
-use crate::store::engine::rows::{self, RunRecord, RUN_RETURNING};
+use crate::store::engine::records::RunRecord;
+use crate::store::engine::rows::{self, RUN_RETURNING};
 use crate::store::engine::tx::WriteTx;
+use crate::store::engine::visible::sees;
+use crate::store::engine::{Store, StoreError, StoreResult};
 use crate::store::runs::fence::invalid_state;
-use crate::store::sessions::session::sees;
-use crate::store::{Store, StoreError, StoreResult};
 
 /// One queued suspension, as the runtime asked it.
 #[derive(Debug)]

@@ -8,7 +8,7 @@ use crate::domain::commands::ConfirmResumed;
 use crate::domain::run::Run;
 use crate::domain::{RunId, SessionId};
 use crate::store::engine::group::Answered;
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::engine::{Store, StoreError, StoreResult};
 
 /// What a transition answers: the run, or the message of a confirmation that failed the run
 /// because its policy is stale (committed, then reported).

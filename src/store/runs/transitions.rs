@@ -8,10 +8,10 @@ use crate::domain::commands::{CompleteRun, ConfirmResumed, FailRun, SuspendRun};
 use crate::domain::run::{Run, RunEvent, RunState};
 use crate::domain::RunId;
 use crate::store::engine::tx::WriteTx;
+use crate::store::engine::{Store, StoreResult};
 use crate::store::runs::fence::{expected_hashes, invalid_state, latest_checkpoint, Outcome};
 use crate::store::runs::suspend_batch::SuspendItem;
 use crate::store::runs::transition_batch::{Transition, TransitionItem};
-use crate::store::{Store, StoreResult};
 
 impl Store {
     /// Fenced: `running` → `suspended` with a new checkpoint (its sequence must be greater than

@@ -10,10 +10,9 @@ use crate::domain::session::Session;
 use crate::domain::validate::ValidationError;
 use crate::domain::SessionId;
 use crate::store::engine::batch_reads::{pairs, params};
-use crate::store::engine::rows;
 use crate::store::engine::tx::WriteTx;
-use crate::store::sessions::session::sees;
-use crate::store::{Store, StoreResult};
+use crate::store::engine::visible::sees;
+use crate::store::engine::{rows, Store, StoreResult};
 
 /// One queued session creation, with the id it will get.
 #[derive(Debug)]

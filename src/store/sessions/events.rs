@@ -1,26 +1,12 @@
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use sqlx::any::AnyRow;
 use sqlx::AnyConnection;
-use utoipa::ToSchema;
 
 use crate::domain::SessionId;
-use crate::store::engine::rows;
-use crate::store::sessions::session::find_session;
-use crate::store::{Store, StoreResult};
+use crate::store::engine::records::SessionEvent;
+use crate::store::engine::visible::find_session;
+use crate::store::engine::{rows, Store, StoreResult};
 
 const MAX_EVENTS: u32 = 1000;
-
-/// One entry of the durable per-session audit log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct SessionEvent {
-    pub session_id: SessionId,
-    pub sequence: i64,
-    pub r#type: String,
-    #[schema(value_type = Object)]
-    pub data: serde_json::Value,
-    pub created_at: DateTime<Utc>,
-}
 
 impl Store {
     /// Events of a session with `sequence > after`, oldest first, at most `limit`.

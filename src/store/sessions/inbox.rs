@@ -10,7 +10,7 @@ use crate::clock::to_millis;
 use crate::domain::snapshot::PendingInteraction;
 use crate::domain::{InteractionId, SessionId};
 use crate::store::engine::rows::{self, INTERACTION_COLS};
-use crate::store::{Store, StoreResult};
+use crate::store::engine::{Store, StoreResult};
 
 const MAX_PAGE: u32 = 1000;
 

@@ -4,4 +4,3 @@ pub(in crate::store) mod create_batch;
 pub(in crate::store) mod events;
 pub(in crate::store) mod inbox;
 pub(in crate::store) mod session;
-pub(in crate::store) mod snapshot_read;

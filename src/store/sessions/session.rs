@@ -1,7 +1,5 @@
 use std::sync::Arc;
 
-use sqlx::AnyConnection;
-
 use crate::domain::commands::CreateSession;
 use crate::domain::session::Session;
 use crate::domain::snapshot::Snapshot;
@@ -10,37 +8,12 @@ use crate::domain::SessionId;
 use crate::metrics::Metrics;
 use crate::snapshot_cache::{Cached, Encoded, SnapshotCache};
 use crate::store::engine::rows::{self, SESSION_COLS};
+use crate::store::engine::snapshot_read::{read_snapshot, OwnedSnapshot};
+use crate::store::engine::visible::{find_session, sees};
+use crate::store::engine::{Store, StoreError, StoreResult};
 use crate::store::sessions::create_batch::SessionItem;
-use crate::store::sessions::snapshot_read::{read_snapshot, OwnedSnapshot};
-use crate::store::{Store, StoreError, StoreResult};
 
 const MAX_PAGE: u32 = 1000;
-
-/// Whether a caller scoped to `tenant` (None: admin) may see something owned by `owner`.
-pub(in crate::store) fn sees(tenant: Option<&str>, owner: &str) -> bool {
-    tenant.is_none_or(|t| t == owner)
-}
-
-/// The session, if it exists and the caller may see it.
-pub(in crate::store) async fn find_session(
-    conn: &mut AnyConnection,
-    tenant: Option<&str>,
-    id: &str,
-) -> StoreResult<Session> {
-    let sql = format!("SELECT {SESSION_COLS} FROM sessions s WHERE s.id = $1");
-    let row = sqlx::query(&sql).bind(id).fetch_optional(conn).await?;
-    match row {
-        Some(row) => {
-            let session = rows::session(&row)?;
-            if sees(tenant, &session.tenant_id) {
-                Ok(session)
-            } else {
-                Err(StoreError::NotFound("session"))
-            }
-        }
-        None => Err(StoreError::NotFound("session")),
-    }
-}
 
 impl Store {
     /// Creates a session at revision 1. A `parent_session_id` must name a session of the

@@ -8,8 +8,8 @@ use sqlx::Row;
 use super::{Touch, WriteTx, EVENTS_PER_INSERT};
 use crate::clock::to_millis;
 use crate::store::engine::batch_reads::{padded, value_column, value_rows, with_last_repeated};
+use crate::store::engine::handle::{Backend, Store, StoreResult};
 use crate::store::engine::rows::to_json;
-use crate::store::{Backend, Store, StoreResult};
 
 /// A new event of a session: its sequence is the session's last one, after the update,
 /// less `back`.

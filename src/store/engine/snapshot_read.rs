@@ -2,11 +2,11 @@
 
 use sqlx::AnyConnection;
 
+use super::handle::StoreResult;
+use super::rows::{self, INTERACTION_COLS};
+use super::visible::find_session;
 use crate::domain::session::Session;
 use crate::domain::snapshot::{PendingInteraction, Snapshot, SnapshotRun};
-use crate::store::engine::rows::{self, INTERACTION_COLS};
-use crate::store::sessions::session::find_session;
-use crate::store::StoreResult;
 
 /// A snapshot and the tenant that owns it.
 pub(in crate::store) struct OwnedSnapshot {
@@ -96,7 +96,7 @@ mod tests {
     use crate::domain::commands::{CreateRun, CreateSession};
     use crate::metrics::Metrics;
     use crate::notify::ChangeHub;
-    use crate::store::{Store, StoreError};
+    use crate::store::engine::{Store, StoreError};
 
     fn new_run() -> CreateRun {
         CreateRun {
