@@ -17,8 +17,8 @@ mod sessions;
 
 pub use admin::idempotency::IdempotencyBegin;
 pub use claims::runtime::LeaseRenewal;
-pub use engine::error::StoreError;
-pub use engine::handle::{Backend, Store, StoreResult};
+pub use engine::error::{StoreError, StoreResult};
+pub use engine::handle::{Backend, Store};
 pub use engine::records::{ProviderRecord, ReplyOutcome, ResourceEvent, SessionEvent};
 pub use resources::attention::AttentionItem;
 pub use resources::reconcile::RunView;

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use sqlx::AnyConnection;
 
-use super::handle::{Backend, Store, StoreResult};
+use super::error::StoreResult;
+use super::handle::{Backend, Store};
 use super::records::{InteractionRecord, RecordHead, RunFence, RunRecord};
 use super::rows::{self, INTERACTION_COLS, JOB_COLS, RESOURCE_COLS, SUSPENSION_COLS};
 use crate::domain::interaction::Suspension;

@@ -8,8 +8,9 @@ use sqlx::AnyConnection;
 use sqlx::{Executor, Row};
 
 use super::error::StoreError;
-use super::group::GroupCommit;
-use super::handle::{Backend, Inner, Store, StoreResult};
+use super::error::StoreResult;
+use super::group::queue::GroupCommit;
+use super::handle::{Backend, Inner, Store};
 use crate::clock::Clock;
 use crate::domain::validate::ValidationError;
 use crate::metrics::Metrics;
@@ -84,7 +85,7 @@ impl Store {
                 clock,
                 hub,
                 metrics,
-                group: GroupCommit::new(match backend {
+                group: GroupCommit::with_writers(match backend {
                     Backend::Sqlite => 1,
                     Backend::Postgres => GROUP_WRITERS,
                 }),

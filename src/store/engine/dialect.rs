@@ -8,7 +8,8 @@ use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
 use super::batch_reads::{bind_ids, padded, padded_ids, params, value_rows, with_last_repeated};
-use super::handle::{Backend, Store, StoreResult};
+use super::error::StoreResult;
+use super::handle::{Backend, Store};
 use super::rows;
 use crate::clock::to_millis;
 use crate::domain::run::RunState;

@@ -1,6 +1,8 @@
 use crate::domain::sandbox::SpecError;
 use crate::domain::validate::ValidationError;
 
+pub type StoreResult<T> = Result<T, StoreError>;
+
 /// Typed store failures; the HTTP layer maps each to one status and problem code.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -4,13 +4,10 @@ use std::sync::Arc;
 
 use sqlx::AnyPool;
 
-use super::error::StoreError;
-use super::group::GroupCommit;
+use super::group::queue::GroupCommit;
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::notify::ChangeHub;
-
-pub type StoreResult<T> = Result<T, StoreError>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -38,7 +35,7 @@ pub(in crate::store) struct Inner {
     pub clock: Arc<dyn Clock>,
     pub hub: Arc<ChangeHub>,
     pub metrics: Arc<Metrics>,
-    pub group: GroupCommit,
+    pub group: GroupCommit<Store>,
     /// Seals provider tokens at rest; set once after connecting (unset: stored as given).
     pub sealer: std::sync::OnceLock<crate::config::Sealer>,
 }

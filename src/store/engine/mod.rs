@@ -8,11 +8,10 @@ pub(in crate::store) mod error;
 pub(in crate::store) mod group;
 pub(in crate::store) mod handle;
 pub(in crate::store) mod records;
-pub(in crate::store) mod request_batch;
 pub(in crate::store) mod rows;
 pub(in crate::store) mod snapshot_read;
 pub(in crate::store) mod tx;
 pub(in crate::store) mod visible;
 
-pub(in crate::store) use error::StoreError;
-pub(in crate::store) use handle::{Backend, Store, StoreResult};
+pub(in crate::store) use error::{StoreError, StoreResult};
+pub(in crate::store) use handle::{Backend, Store};

@@ -7,7 +7,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::error::StoreError;
-use super::handle::StoreResult;
+use super::error::StoreResult;
 use super::records::{
     InteractionRecord, OpenSuspension, ProviderRecord, ResourceEvent, RunRecord, SessionEvent,
 };

@@ -2,7 +2,7 @@
 
 use sqlx::AnyConnection;
 
-use super::handle::StoreResult;
+use super::error::StoreResult;
 use super::rows::{self, INTERACTION_COLS};
 use super::visible::find_session;
 use crate::domain::session::Session;

@@ -10,7 +10,8 @@ use sqlx::AnyConnection;
 use sqlx::{Any, Transaction};
 
 use super::batch_reads::params;
-use super::handle::{Store, StoreResult};
+use super::error::StoreResult;
+use super::handle::Store;
 use super::rows::to_json;
 use super::snapshot_read::{read_snapshot, OwnedSnapshot};
 use crate::clock::to_millis;
@@ -41,6 +42,8 @@ pub(in crate::store) struct WriteTx {
     /// `(run_id, sequence, type, data)` for the operators' resource history.
     resource_events: Vec<(String, i64, &'static str, serde_json::Value)>,
     work: Work,
+    /// Grouped writes this transaction carries (see `GroupedWrite`).
+    writes: usize,
     /// Filled by the commit: what to announce on this replica once it has committed.
     announce: Announce,
 }
@@ -85,6 +88,7 @@ impl Store {
             sessions: BTreeMap::new(),
             resource_events: Vec::new(),
             work: Work::None,
+            writes: 0,
             announce: Announce::default(),
         })
     }
@@ -149,6 +153,16 @@ impl WriteTx {
 
     pub fn set_work(&mut self, work: Work) {
         self.work = work;
+    }
+
+    pub fn set_writes(&mut self, writes: usize) {
+        self.writes = writes;
+    }
+
+    /// The transaction carries one grouped write and nothing else: its refusal may be the
+    /// transaction's.
+    pub fn holds_one_write(&self) -> bool {
+        self.writes <= 1
     }
 
     /// Begins one write of a group behind a savepoint: what it collects is kept apart until

@@ -3,7 +3,7 @@
 use sqlx::AnyConnection;
 
 use super::error::StoreError;
-use super::handle::StoreResult;
+use super::error::StoreResult;
 use super::rows::{self, SESSION_COLS};
 use crate::domain::session::Session;
 

@@ -47,7 +47,7 @@ impl Store {
         resolved_by: &str,
     ) -> StoreResult<ReplyOutcome> {
         cmd.validate()?;
-        self.reply_grouped(ReplyItem {
+        self.grouped(ReplyItem {
             tenant: tenant.map(str::to_owned),
             session_id: session_id.clone(),
             interaction_id: interaction_id.clone(),

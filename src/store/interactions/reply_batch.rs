@@ -3,6 +3,7 @@
 //! statements. Each keeps its own answer (a refusal, a replay or its resolution).
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -17,6 +18,7 @@ use crate::domain::{InteractionId, SessionId};
 use crate::store::engine::batch_reads::{
     bind_ids, padded, params, value_column, value_rows, with_last_repeated,
 };
+use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::records::{ReplyOutcome, RunRecord};
 use crate::store::engine::rows::{self, RUN_RETURNING};
 use crate::store::engine::tx::WriteTx;
@@ -118,18 +120,26 @@ struct Resolving<'a> {
     to: RunState,
 }
 
-impl Store {
-    /// The replies in one transaction: each one's answer, in order, or `None` for a reply to
-    /// a run another reply of the group resolves (it is written after this group, alone).
-    pub(in crate::store) async fn reply_in_one(
-        &self,
-        items: &[&ReplyItem],
-    ) -> StoreResult<Vec<Option<StoreResult<ReplyOutcome>>>> {
-        let mut tx = self.group_tx().await?;
-        let result = self.reply_in(&mut tx, items).await;
-        tx.finish(self, result).await
+impl GroupedWrite for ReplyItem {
+    type Answer = ReplyOutcome;
+    const ORDER: u8 = 4;
+
+    fn key(&self) -> &str {
+        self.interaction_id.as_str()
     }
 
+    /// A reply to a run another reply of the group resolves is answered `None`: it is
+    /// written after the group, alone, so it sees that one.
+    fn write_batch<'a>(
+        store: &'a Store,
+        tx: &'a mut WriteTx,
+        items: &'a [&'a Self],
+    ) -> impl Future<Output = StoreResult<Answers<ReplyOutcome>>> + Send + 'a {
+        store.reply_in(tx, items)
+    }
+}
+
+impl Store {
     async fn reply_in(
         &self,
         tx: &mut WriteTx,

@@ -132,7 +132,7 @@ impl Store {
         hand_back: bool,
     ) -> StoreResult<ExecutionResourceRecord> {
         check_record(run_id, record)?;
-        self.save_grouped(SaveItem {
+        self.save_record(SaveItem {
             run_id: run_id.clone(),
             fencing_token,
             record: record.clone(),
@@ -146,7 +146,7 @@ impl Store {
     /// A record that no save has touched since the claim deferred it is due again at once,
     /// so another worker need not wait for the lease to expire.
     pub async fn release_lease(&self, run_id: &RunId, lease: &Lease) -> StoreResult<()> {
-        self.hand_back_grouped(HandBack {
+        self.hand_back_lease(HandBack {
             run_id: run_id.clone(),
             fencing_token: lease.fencing_token,
             deferred_until: lease.expires_at,
@@ -227,7 +227,7 @@ impl Store {
         // Leased to this claim's holders: nobody else may take them, so no work to announce.
         let announced = tx.announces_work();
         let saved = self
-            .save_batch_in(tx, &items, &fences, Some(&heads))
+            .save_batch_in(tx, &items.iter().collect::<Vec<_>>(), &fences, Some(&heads))
             .await?;
         tx.set_work(announced);
         for (i, result) in at.into_iter().zip(saved) {

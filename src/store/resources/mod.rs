@@ -7,4 +7,5 @@ pub(in crate::store) mod hooks;
 pub(in crate::store) mod lifecycle_work;
 pub(in crate::store) mod metrics;
 pub(in crate::store) mod reconcile;
+pub(in crate::store) mod record_batch;
 pub(in crate::store) mod writes;

@@ -32,7 +32,7 @@ pub(in crate::store) struct SaveItem {
 }
 
 /// A lifecycle lease to hand back, and the `due_at` its claim deferred the record to.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(in crate::store) struct HandBack {
     pub run_id: RunId,
     pub fencing_token: i64,
@@ -77,7 +77,7 @@ impl Store {
     pub(in crate::store) async fn save_batch_in(
         &self,
         tx: &mut WriteTx,
-        items: &[SaveItem],
+        items: &[&SaveItem],
         fences: &HashMap<String, RunFence>,
         known: Option<&HashMap<String, RecordHead>>,
     ) -> StoreResult<Vec<StoreResult<ExecutionResourceRecord>>> {
@@ -125,7 +125,7 @@ impl Store {
         let writes: Vec<&SaveItem> = items
             .iter()
             .zip(&verdicts)
-            .filter_map(|(item, rejected)| rejected.is_none().then_some(item))
+            .filter_map(|(item, rejected)| rejected.is_none().then_some(*item))
             .collect();
         let mut saved = self.write_resources(tx, &writes).await?;
         let mut released = Vec::new();

@@ -11,6 +11,7 @@ use crate::domain::run::Run;
 use crate::domain::validate::ValidationError;
 use crate::domain::{RunId, SessionId};
 use crate::store::engine::batch_reads::{bind_ids, params};
+use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::rows::{self, RUN_RETURNING};
 use crate::store::engine::tx::WriteTx;
 use crate::store::engine::visible::sees;
@@ -35,6 +36,24 @@ fn sorted<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     ids.sort_unstable();
     ids.dedup();
     ids
+}
+
+impl GroupedWrite for RunItem {
+    type Answer = Run;
+    const ORDER: u8 = 2;
+
+    fn key(&self) -> &str {
+        self.id.as_str()
+    }
+
+    async fn write_batch<'a>(
+        store: &'a Store,
+        tx: &'a mut WriteTx,
+        items: &'a [&'a Self],
+    ) -> StoreResult<Answers<Run>> {
+        let answers = store.create_runs_in(tx, items).await?;
+        Ok(answers.into_iter().map(Some).collect())
+    }
 }
 
 impl Store {

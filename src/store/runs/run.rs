@@ -25,7 +25,7 @@ impl Store {
         cmd: &CreateRun,
     ) -> StoreResult<Run> {
         cmd.validate()?;
-        self.create_run_grouped(RunItem {
+        self.grouped(RunItem {
             id: RunId::new(),
             tenant: tenant.to_owned(),
             session_id: session_id.clone(),
@@ -88,7 +88,7 @@ impl Store {
         session_id: &SessionId,
         run_id: &RunId,
     ) -> StoreResult<Run> {
-        self.transition_grouped(TransitionItem {
+        self.write_transition(TransitionItem {
             tenant: tenant.map(str::to_owned),
             run_id: run_id.clone(),
             kind: Transition::Cancel {
@@ -109,7 +109,7 @@ impl Store {
         run_id: &RunId,
         resolved_by: &str,
     ) -> StoreResult<Run> {
-        self.transition_grouped(TransitionItem {
+        self.write_transition(TransitionItem {
             tenant: tenant.map(str::to_owned),
             run_id: run_id.clone(),
             kind: Transition::Resume {

@@ -11,6 +11,7 @@ use crate::domain::run::{Run, RunEvent, RunState};
 use crate::domain::validate::ValidationError;
 use crate::domain::{CheckpointId, InteractionId, RunId, SuspensionId};
 use crate::store::engine::batch_reads::{bind_ids, pairs, params, value_rows};
+use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::records::RunRecord;
 use crate::store::engine::rows::{self, RUN_RETURNING};
 use crate::store::engine::tx::WriteTx;
@@ -35,6 +36,25 @@ struct Suspending<'a> {
     checkpoint_id: CheckpointId,
     interaction_id: Option<InteractionId>,
     suspension_id: SuspensionId,
+}
+
+impl GroupedWrite for SuspendItem {
+    type Answer = Run;
+    /// First: a group locks the runs it suspends before it writes anything else.
+    const ORDER: u8 = 0;
+
+    fn key(&self) -> &str {
+        self.run_id.as_str()
+    }
+
+    async fn write_batch<'a>(
+        store: &'a Store,
+        tx: &'a mut WriteTx,
+        items: &'a [&'a Self],
+    ) -> StoreResult<Answers<Run>> {
+        let answers = store.suspend_runs_in(tx, items).await?;
+        Ok(answers.into_iter().map(Some).collect())
+    }
 }
 
 impl Store {

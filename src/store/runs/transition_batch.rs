@@ -2,19 +2,16 @@
 //! transaction for the group, each write behind its own savepoint, so a refusal undoes only
 //! its own rows. A write the database itself refuses is retried alone after the group.
 
-use tokio::sync::oneshot;
-
 use crate::domain::commands::ConfirmResumed;
 use crate::domain::run::Run;
 use crate::domain::{RunId, SessionId};
-use crate::store::engine::group::Answered;
+use crate::store::engine::group::{Answers, GroupedWrite};
+use crate::store::engine::tx::WriteTx;
 use crate::store::engine::{Store, StoreError, StoreResult};
 
 /// What a transition answers: the run, or the message of a confirmation that failed the run
 /// because its policy is stale (committed, then reported).
 pub(in crate::store) type Transitioned = Result<Run, String>;
-
-type Reply = oneshot::Sender<StoreResult<Transitioned>>;
 
 #[derive(Debug)]
 pub(in crate::store) enum Transition {
@@ -41,68 +38,61 @@ fn refused_by_database(e: &StoreError) -> bool {
     matches!(e, StoreError::Database(_) | StoreError::Unavailable(_))
 }
 
-impl Answered for TransitionItem {
+impl GroupedWrite for TransitionItem {
     type Answer = Transitioned;
+    const ORDER: u8 = 3;
 
-    fn write_in_one<'a>(
+    fn key(&self) -> &str {
+        self.run_id.as_str()
+    }
+
+    /// Each behind its own savepoint unless it is all the transaction carries (then its
+    /// refusal is the transaction's); one the database refused is answered `None`, to be
+    /// written again alone.
+    async fn write_batch<'a>(
         store: &'a Store,
+        tx: &'a mut WriteTx,
         items: &'a [&'a Self],
-    ) -> impl std::future::Future<Output = StoreResult<Vec<Option<StoreResult<Transitioned>>>>> + Send + 'a
-    {
-        store.transitions_in_one(items)
+    ) -> StoreResult<Answers<Transitioned>> {
+        if let [item] = items {
+            if tx.holds_one_write() {
+                return Ok(vec![Some(Ok(store.transition_in(tx, item).await?))]);
+            }
+        }
+        // Runs are locked in id order, like every other writer.
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by(|&a, &b| items[a].run_id.as_str().cmp(items[b].run_id.as_str()));
+        let mut answers: Answers<Transitioned> = (0..items.len()).map(|_| None).collect();
+        for i in order {
+            let staged = tx.savepoint().await?;
+            match store.transition_in(tx, items[i]).await {
+                Ok(done) => {
+                    tx.keep(staged).await?;
+                    answers[i] = Some(Ok(done));
+                }
+                Err(e) => {
+                    tx.discard(staged).await?;
+                    answers[i] = (!refused_by_database(&e)).then_some(Err(e));
+                }
+            }
+        }
+        Ok(answers)
     }
 }
 
 impl Store {
-    pub(in crate::store) async fn write_transitions(
+    /// A cancel, resume or resume confirmation through the group commit. A confirmation that
+    /// failed the run because its policy is stale is committed, then reported as `PolicyStale`.
+    pub(in crate::store) async fn write_transition(
         &self,
-        mut group: Vec<(TransitionItem, Reply)>,
-    ) {
-        if group.is_empty() {
-            return;
-        }
-        // Runs are locked in id order, like every other writer.
-        group.sort_by(|a, b| a.0.run_id.as_str().cmp(b.0.run_id.as_str()));
-        let (items, replies): (Vec<_>, Vec<_>) = group.into_iter().unzip();
-        let refs: Vec<&TransitionItem> = items.iter().collect();
-        self.write_answered(&refs, replies).await;
-    }
-
-    /// The transitions in one transaction: each one's answer, in order, or `None` for one the
-    /// database refused, which is to be written again alone.
-    async fn transitions_in_one(
-        &self,
-        items: &[&TransitionItem],
-    ) -> StoreResult<Vec<Option<StoreResult<Transitioned>>>> {
-        let mut tx = self.group_tx().await?;
-        let result = async {
-            if let [item] = items {
-                // Alone: its refusal is the transaction's.
-                return Ok(vec![Some(Ok(self.transition_in(&mut tx, item).await?))]);
-            }
-            let mut answers = Vec::with_capacity(items.len());
-            for item in items {
-                let staged = tx.savepoint().await?;
-                match self.transition_in(&mut tx, item).await {
-                    Ok(done) => {
-                        tx.keep(staged).await?;
-                        answers.push(Some(Ok(done)));
-                    }
-                    Err(e) => {
-                        tx.discard(staged).await?;
-                        answers.push((!refused_by_database(&e)).then_some(Err(e)));
-                    }
-                }
-            }
-            Ok(answers)
-        }
-        .await;
-        tx.finish(self, result).await
+        item: TransitionItem,
+    ) -> StoreResult<Run> {
+        self.grouped(item).await?.map_err(StoreError::PolicyStale)
     }
 
     async fn transition_in(
         &self,
-        tx: &mut crate::store::engine::tx::WriteTx,
+        tx: &mut WriteTx,
         item: &TransitionItem,
     ) -> StoreResult<Transitioned> {
         let tenant = item.tenant.as_deref();

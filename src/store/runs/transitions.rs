@@ -27,7 +27,7 @@ impl Store {
         cmd: &SuspendRun,
     ) -> StoreResult<Run> {
         cmd.validate(self.now())?;
-        self.suspend_grouped(SuspendItem {
+        self.grouped(SuspendItem {
             tenant: tenant.map(str::to_owned),
             run_id: run_id.clone(),
             cmd: cmd.clone(),
@@ -46,7 +46,7 @@ impl Store {
         cmd: &ConfirmResumed,
     ) -> StoreResult<Run> {
         cmd.validate()?;
-        self.transition_grouped(TransitionItem {
+        self.write_transition(TransitionItem {
             tenant: tenant.map(str::to_owned),
             run_id: run_id.clone(),
             kind: Transition::Resumed(cmd.clone()),

@@ -10,6 +10,7 @@ use crate::domain::session::Session;
 use crate::domain::validate::ValidationError;
 use crate::domain::SessionId;
 use crate::store::engine::batch_reads::{pairs, params};
+use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::tx::WriteTx;
 use crate::store::engine::visible::sees;
 use crate::store::engine::{rows, Store, StoreResult};
@@ -24,6 +25,24 @@ pub(in crate::store) struct SessionItem {
 
 /// Columns bound per inserted session.
 const SESSION_PARAMS: usize = 5;
+
+impl GroupedWrite for SessionItem {
+    type Answer = Session;
+    const ORDER: u8 = 1;
+
+    fn key(&self) -> &str {
+        self.id.as_str()
+    }
+
+    async fn write_batch<'a>(
+        store: &'a Store,
+        tx: &'a mut WriteTx,
+        items: &'a [&'a Self],
+    ) -> StoreResult<Answers<Session>> {
+        let answers = store.create_sessions_in(tx, items).await?;
+        Ok(answers.into_iter().map(Some).collect())
+    }
+}
 
 impl Store {
     /// The sessions of `items` in `tx`: each one's answer, in order.

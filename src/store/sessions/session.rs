@@ -22,7 +22,7 @@ impl Store {
     pub async fn create_session(&self, tenant: &str, cmd: &CreateSession) -> StoreResult<Session> {
         validate::name("tenant", tenant)?;
         cmd.validate()?;
-        self.create_session_grouped(SessionItem {
+        self.grouped(SessionItem {
             id: SessionId::new(),
             tenant: tenant.to_owned(),
             cmd: cmd.clone(),

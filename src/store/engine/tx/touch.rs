@@ -8,7 +8,8 @@ use sqlx::Row;
 use super::{Touch, WriteTx, EVENTS_PER_INSERT};
 use crate::clock::to_millis;
 use crate::store::engine::batch_reads::{padded, value_column, value_rows, with_last_repeated};
-use crate::store::engine::handle::{Backend, Store, StoreResult};
+use crate::store::engine::error::StoreResult;
+use crate::store::engine::handle::{Backend, Store};
 use crate::store::engine::rows::to_json;
 
 /// A new event of a session: its sequence is the session's last one, after the update,
