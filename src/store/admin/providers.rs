@@ -5,11 +5,11 @@ use crate::store::engine::records::ProviderRecord;
 use crate::store::engine::rows::{self, PROVIDER_COLS};
 use crate::store::engine::{Store, StoreError, StoreResult};
 
-fn context(provider_id: &str) -> String {
+fn provider_context(provider_id: &str) -> String {
     format!("provider:{provider_id}")
 }
 
-fn unsealable(provider_id: &str, e: SealError) -> StoreError {
+fn unsealable_token(provider_id: &str, e: SealError) -> StoreError {
     StoreError::Unavailable(format!("the token of provider `{provider_id}`: {e}"))
 }
 
@@ -28,8 +28,8 @@ impl Store {
     fn opened(&self, mut record: ProviderRecord) -> StoreResult<ProviderRecord> {
         record.token = self
             .sealer()
-            .open(&context(&record.provider_id), &record.token)
-            .map_err(|e| unsealable(&record.provider_id, e))?;
+            .open(&provider_context(&record.provider_id), &record.token)
+            .map_err(|e| unsealable_token(&record.provider_id, e))?;
         Ok(record)
     }
 
@@ -47,12 +47,12 @@ impl Store {
             }
             let plain = self
                 .sealer()
-                .open(&context(&id), &stored)
-                .map_err(|e| unsealable(&id, e))?;
+                .open(&provider_context(&id), &stored)
+                .map_err(|e| unsealable_token(&id, e))?;
             let sealed = self
                 .sealer()
-                .seal(&context(&id), &plain)
-                .map_err(|e| unsealable(&id, e))?;
+                .seal(&provider_context(&id), &plain)
+                .map_err(|e| unsealable_token(&id, e))?;
             let done = sqlx::query(
                 "UPDATE providers SET token = $1 WHERE provider_id = $2 AND token = $3",
             )
@@ -79,8 +79,8 @@ impl Store {
         validate::text("token", token)?;
         let sealed = self
             .sealer()
-            .seal(&context(provider_id), token)
-            .map_err(|e| unsealable(provider_id, e))?;
+            .seal(&provider_context(provider_id), token)
+            .map_err(|e| unsealable_token(provider_id, e))?;
         let sql = format!(
             "INSERT INTO providers (provider_id, base_url, token, capabilities, created_at, \
              updated_at) VALUES ($1, $2, $3, $4, $5, $5) \

@@ -2,11 +2,11 @@ use crate::config::SealError;
 use crate::store::engine::{rows, Store, StoreError, StoreResult};
 
 /// The associated data a sealed setting is bound to, so it opens only in its own row.
-fn context(key: &str) -> String {
+fn setting_context(key: &str) -> String {
     format!("setting:{key}")
 }
 
-fn unsealable(key: &str, e: SealError) -> StoreError {
+fn unsealable_setting(key: &str, e: SealError) -> StoreError {
     StoreError::Unavailable(format!("the setting `{key}`: {e}"))
 }
 
@@ -39,12 +39,12 @@ impl Store {
     pub async fn secret_setting_or_init(&self, key: &str, init: &str) -> StoreResult<String> {
         let sealed = self
             .sealer()
-            .seal(&context(key), init)
-            .map_err(|e| unsealable(key, e))?;
+            .seal(&setting_context(key), init)
+            .map_err(|e| unsealable_setting(key, e))?;
         let stored = self.setting_or_init(key, &sealed).await?;
         self.sealer()
-            .open(&context(key), &stored)
-            .map_err(|e| unsealable(key, e))
+            .open(&setting_context(key), &stored)
+            .map_err(|e| unsealable_setting(key, e))
     }
 
     /// Rewrites a secret setting that is not sealed under the first key (or, with no key,
@@ -63,12 +63,12 @@ impl Store {
         }
         let plain = self
             .sealer()
-            .open(&context(key), &stored)
-            .map_err(|e| unsealable(key, e))?;
+            .open(&setting_context(key), &stored)
+            .map_err(|e| unsealable_setting(key, e))?;
         let sealed = self
             .sealer()
-            .seal(&context(key), &plain)
-            .map_err(|e| unsealable(key, e))?;
+            .seal(&setting_context(key), &plain)
+            .map_err(|e| unsealable_setting(key, e))?;
         let done = sqlx::query("UPDATE settings SET value = $1 WHERE key = $2 AND value = $3")
             .bind(&sealed)
             .bind(key)

@@ -57,7 +57,7 @@ struct Entry<W: GroupedWrite> {
 }
 
 impl<W: GroupedWrite> Waiting<Store> for Entry<W> {
-    fn key(&self) -> &str {
+    fn group_key(&self) -> &str {
         self.item.key()
     }
 

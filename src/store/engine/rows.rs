@@ -305,7 +305,7 @@ pub(in crate::store) fn pending_interaction(row: &AnyRow) -> StoreResult<Pending
     })
 }
 
-pub(in crate::store) fn open_suspension(row: &AnyRow) -> StoreResult<OpenSuspension> {
+pub(in crate::store) fn open_suspension_row(row: &AnyRow) -> StoreResult<OpenSuspension> {
     Ok(OpenSuspension {
         id: SuspensionId::from_trusted(text(row, "id")?),
         interaction_id: opt_text(row, "interaction_id")?.map(InteractionId::from_trusted),
@@ -360,7 +360,7 @@ pub(in crate::store) fn provider(row: &AnyRow) -> StoreResult<ProviderRecord> {
     })
 }
 
-pub(in crate::store) fn event(row: &AnyRow) -> StoreResult<SessionEvent> {
+pub(in crate::store) fn session_event(row: &AnyRow) -> StoreResult<SessionEvent> {
     Ok(SessionEvent {
         session_id: SessionId::from_trusted(text(row, "session_id")?),
         sequence: int(row, "sequence")?,

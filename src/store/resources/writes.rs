@@ -44,7 +44,7 @@ pub(in crate::store) struct HandBack {
 /// Parameters per row of the batched record update (`$1` is the shared `now`).
 const WRITE_COLS: usize = 24;
 
-fn flag(value: bool) -> i64 {
+fn flag_param(value: bool) -> i64 {
     i64::from(value)
 }
 
@@ -273,7 +273,7 @@ impl Store {
                         .map(rows::to_json)
                         .transpose()?,
                 )
-                .bind(flag(r.checkpoint_lost))
+                .bind(flag_param(r.checkpoint_lost))
                 .bind(r.suspension_id.as_ref().map(|s| s.as_str()))
                 .bind(r.suspension_reason.map(|s| s.as_str()))
                 .bind(rows::to_json(&r.blocking_job_ids)?)
@@ -282,7 +282,7 @@ impl Store {
                 .bind(r.release_purpose.map(|p| p.as_str()))
                 .bind(r.release_requested_at.map(to_millis))
                 .bind(r.released_at.map(to_millis))
-                .bind(flag(r.compute_released))
+                .bind(flag_param(r.compute_released))
                 .bind(r.bind_idempotency_key.as_deref())
                 .bind(r.retry_count)
                 .bind(r.next_retry_at.map(to_millis))

@@ -237,7 +237,7 @@ mod tests {
     use crate::domain::{RunId, SessionId};
     use chrono::Utc;
 
-    fn run(spec: Option<Value>) -> Run {
+    fn resuming_run(spec: Option<Value>) -> Run {
         Run {
             id: RunId::new(),
             session_id: SessionId::new(),
@@ -256,13 +256,13 @@ mod tests {
 
     #[test]
     fn expected_hashes_come_from_the_run_and_its_spec() {
-        let plain = expected_hashes(&run(None));
+        let plain = expected_hashes(&resuming_run(None));
         assert_eq!(
             plain.resolved_spec_hash,
             format!("sha256:{}", "a".repeat(64))
         );
         assert_eq!((plain.spec_hash, plain.policy_hash), (None, None));
-        let with_spec = expected_hashes(&run(Some(
+        let with_spec = expected_hashes(&resuming_run(Some(
             json!({"spec_hash": "sha256:s", "policy_hash": "sha256:p"}),
         )));
         assert_eq!(with_spec.spec_hash.as_deref(), Some("sha256:s"));

@@ -226,6 +226,6 @@ impl Store {
         .bind(run_id)
         .fetch_optional(tx.conn())
         .await?;
-        row.as_ref().map(rows::open_suspension).transpose()
+        row.as_ref().map(rows::open_suspension_row).transpose()
     }
 }

@@ -28,7 +28,7 @@ impl Store {
         page.rows(&mut conn, session_id.as_str())
             .await?
             .iter()
-            .map(rows::event)
+            .map(rows::session_event)
             .collect()
     }
 }

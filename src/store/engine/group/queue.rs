@@ -53,7 +53,7 @@ pub(in crate::store) trait Batch<H: Host>: Send {
 /// A write waiting for a group.
 pub(in crate::store) trait Waiting<H: Host>: Send {
     /// At most one write per key in a group.
-    fn key(&self) -> &str;
+    fn group_key(&self) -> &str;
 
     /// Its caller stopped waiting (its work was dropped): it is not written.
     fn caller_gone(&self) -> bool;
@@ -96,7 +96,7 @@ impl<H: Host> GroupCommit<H> {
             if w.caller_gone() {
                 continue;
             }
-            if group.len() < MAX_GROUP && seen.insert(w.key().to_owned()) {
+            if group.len() < MAX_GROUP && seen.insert(w.group_key().to_owned()) {
                 group.push(w);
             } else {
                 rest.push(w);
