@@ -3,7 +3,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use sqlx::any::AnyPoolOptions;
-use sqlx::migrate::Migrator;
 use sqlx::AnyConnection;
 use sqlx::{Executor, Row};
 
@@ -15,9 +14,6 @@ use crate::clock::Clock;
 use crate::domain::validate::ValidationError;
 use crate::metrics::Metrics;
 use crate::notify::ChangeHub;
-
-static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
-static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
 
 const SQLITE_READERS: u32 = 4;
 const POSTGRES_CONNECTIONS: u32 = 16;
@@ -85,25 +81,15 @@ impl Store {
                 clock,
                 hub,
                 metrics,
-                group: GroupCommit::with_writers(match backend {
-                    Backend::Sqlite => 1,
-                    Backend::Postgres => GROUP_WRITERS,
-                }),
+                group: GroupCommit::with_writers(backend.group_writers(GROUP_WRITERS)),
                 sealer: std::sync::OnceLock::new(),
             }),
         })
     }
 
-    fn migrator(&self) -> &'static Migrator {
-        match self.inner.backend {
-            Backend::Sqlite => &SQLITE_MIGRATIONS,
-            Backend::Postgres => &POSTGRES_MIGRATIONS,
-        }
-    }
-
     /// Applies the embedded migrations of this backend (`migrations/sqlite` or `migrations/postgres`).
     pub async fn migrate(&self) -> StoreResult<()> {
-        self.migrator().run(&self.inner.write).await?;
+        self.inner.backend.migrator().run(&self.inner.write).await?;
         Ok(())
     }
 
@@ -127,6 +113,8 @@ impl Store {
                 Err(e) => return Err(e.into()),
             };
         let missing: Vec<String> = self
+            .inner
+            .backend
             .migrator()
             .iter()
             .filter(|m| !applied.contains(&m.version))
@@ -140,19 +128,6 @@ impl Store {
                 missing.join(", ")
             )))
         }
-    }
-
-    /// A run-time setting of the connections' database sessions (`None` on SQLite, which
-    /// has none, and for a name PostgreSQL does not know).
-    pub async fn session_setting(&self, name: &str) -> StoreResult<Option<String>> {
-        if self.inner.backend == Backend::Sqlite {
-            return Ok(None);
-        }
-        let row = sqlx::query("SELECT current_setting($1, true) AS value")
-            .bind(name)
-            .fetch_one(&self.inner.read)
-            .await?;
-        Ok(row.try_get("value")?)
     }
 
     pub async fn close(&self) {

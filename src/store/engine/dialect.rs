@@ -4,17 +4,21 @@
 //! (`reply_batch::write_replies_together`, `tx::touch`).
 
 use chrono::{DateTime, Utc};
+use sqlx::migrate::Migrator;
 use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
-use super::batch_reads::{bind_ids, padded, padded_ids, params, value_rows, with_last_repeated};
 use super::error::StoreResult;
 use super::handle::{Backend, Store};
+use super::params::{bind_ids, padded, padded_ids, params, value_rows, with_last_repeated};
 use super::rows;
 use crate::clock::to_millis;
 use crate::domain::run::RunState;
 use crate::domain::LeaseId;
 use crate::notify;
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
 
 /// A run that a claim has just leased.
 #[derive(Debug, Clone)]
@@ -77,7 +81,84 @@ impl DueRuns {
     }
 }
 
+/// The fencing-token source on PostgreSQL: a sequence.
+const PG_NEXT_FENCING_TOKEN: &str = "nextval('fencing_tokens')";
+
+/// The fencing-token source on SQLite: a counter row, moved under the write lock. Takes `n`
+/// tokens and returns the last.
+async fn sqlite_fencing_tokens(conn: &mut AnyConnection, n: usize) -> StoreResult<i64> {
+    Ok(sqlx::query(
+        "UPDATE counters SET value = value + $1 WHERE name = 'fencing_token' RETURNING value",
+    )
+    .bind(n as i64)
+    .fetch_one(&mut *conn)
+    .await?
+    .try_get("value")?)
+}
+
+impl Backend {
+    /// Groups of writes one replica writes at once: `postgres` there, one where the database
+    /// has one writer.
+    pub(in crate::store) fn group_writers(self, postgres: usize) -> usize {
+        match self {
+            Backend::Sqlite => 1,
+            Backend::Postgres => postgres,
+        }
+    }
+
+    pub(in crate::store) fn migrator(self) -> &'static Migrator {
+        match self {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        }
+    }
+}
+
 impl Store {
+    /// Rows are locked by the statements that read them to write them (PostgreSQL). SQLite
+    /// has one writer and no row locks: a read done only to lock can be skipped.
+    pub(in crate::store) fn has_row_locks(&self) -> bool {
+        self.inner.backend == Backend::Postgres
+    }
+
+    /// A statement may write in its `WITH` clauses (PostgreSQL), so writes to several tables
+    /// can go in one statement; SQLite takes one statement per table.
+    pub(in crate::store) fn writes_in_with(&self) -> bool {
+        self.inner.backend == Backend::Postgres
+    }
+
+    /// Placeholders for one statement whose parameters are bound in the order they appear.
+    pub(in crate::store) fn placeholders(&self) -> Placeholders {
+        Placeholders::new(self.inner.backend)
+    }
+
+    /// A new fencing token, for a lease granted outside a claim.
+    pub(in crate::store) async fn next_fencing_token(
+        &self,
+        conn: &mut AnyConnection,
+    ) -> StoreResult<i64> {
+        match self.inner.backend {
+            Backend::Sqlite => sqlite_fencing_tokens(conn, 1).await,
+            Backend::Postgres => {
+                let sql = format!("SELECT {PG_NEXT_FENCING_TOKEN} AS value");
+                Ok(sqlx::query(&sql).fetch_one(conn).await?.try_get("value")?)
+            }
+        }
+    }
+
+    /// A run-time setting of the connections' database sessions (`None` on SQLite, which
+    /// has none, and for a name PostgreSQL does not know).
+    pub async fn session_setting(&self, name: &str) -> StoreResult<Option<String>> {
+        if self.inner.backend == Backend::Sqlite {
+            return Ok(None);
+        }
+        let row = sqlx::query("SELECT current_setting($1, true) AS value")
+            .bind(name)
+            .fetch_one(&self.inner.read)
+            .await?;
+        Ok(row.try_get("value")?)
+    }
+
     /// A write transaction on `pool`: SQLite takes the write lock at once (no upgrade
     /// deadlocks).
     pub(in crate::store) async fn begin_write(
@@ -161,7 +242,7 @@ impl Store {
                      UPDATE runs SET \
                        lease_id = 'lea_' || replace(CAST(gen_random_uuid() AS TEXT), '-', ''), \
                        lease_holder = $3, \
-                       fencing_token = nextval('fencing_tokens'), \
+                       fencing_token = {PG_NEXT_FENCING_TOKEN}, \
                        lease_expires_at = $4 \
                      FROM due WHERE runs.id = due.id \
                      RETURNING runs.id, runs.session_id, due.prev_state, due.prev_lease_id, \
@@ -205,14 +286,7 @@ impl Store {
                 if due.is_empty() {
                     return Ok(Vec::new());
                 }
-                let last: i64 = sqlx::query(
-                    "UPDATE counters SET value = value + $1 \
-                     WHERE name = 'fencing_token' RETURNING value",
-                )
-                .bind(due.len() as i64)
-                .fetch_one(&mut *conn)
-                .await?
-                .try_get("value")?;
+                let last = sqlite_fencing_tokens(conn, due.len()).await?;
                 let first = last - due.len() as i64 + 1;
                 let mut leased = Vec::with_capacity(due.len());
                 for (i, row) in due.iter().enumerate() {
@@ -287,5 +361,48 @@ impl Store {
             query.execute(&mut *conn).await?;
         }
         Ok(())
+    }
+}
+
+/// Placeholders numbered in the order they appear in the statement, so parameters are bound
+/// in that order: `$1, $2, …` on PostgreSQL, anonymous `?` on SQLite (which binds each
+/// `$N` of a statement by a linear search of its names: slow for hundreds of parameters).
+pub(in crate::store) struct Placeholders {
+    backend: Backend,
+    count: usize,
+}
+
+impl Placeholders {
+    fn new(backend: Backend) -> Self {
+        Self { backend, count: 0 }
+    }
+
+    pub fn next(&mut self) -> String {
+        self.count += 1;
+        match self.backend {
+            Backend::Sqlite => "?".to_owned(),
+            Backend::Postgres => format!("${}", self.count),
+        }
+    }
+
+    /// `n` placeholders separated by commas.
+    pub fn row(&mut self, n: usize) -> String {
+        (0..n).map(|_| self.next()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordered_placeholders_follow_the_binding_order_on_each_backend() {
+        let mut pg = Placeholders::new(Backend::Postgres);
+        assert_eq!(
+            (pg.next(), pg.row(2), pg.next()),
+            ("$1".into(), "$2, $3".into(), "$4".into())
+        );
+        let mut lite = Placeholders::new(Backend::Sqlite);
+        assert_eq!((lite.next(), lite.row(2)), ("?".into(), "?, ?".into()));
     }
 }

@@ -7,6 +7,7 @@ pub(in crate::store) mod dialect;
 pub(in crate::store) mod error;
 pub(in crate::store) mod group;
 pub(in crate::store) mod handle;
+pub(in crate::store) mod params;
 pub(in crate::store) mod records;
 pub(in crate::store) mod rows;
 pub(in crate::store) mod snapshot_read;
@@ -14,4 +15,4 @@ pub(in crate::store) mod tx;
 pub(in crate::store) mod visible;
 
 pub(in crate::store) use error::{StoreError, StoreResult};
-pub(in crate::store) use handle::{Backend, Store};
+pub(in crate::store) use handle::Store;

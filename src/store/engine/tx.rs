@@ -9,9 +9,9 @@ use chrono::{DateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::{Any, Transaction};
 
-use super::batch_reads::params;
 use super::error::StoreResult;
 use super::handle::Store;
+use super::params::params;
 use super::rows::to_json;
 use super::snapshot_read::{read_snapshot, OwnedSnapshot};
 use crate::clock::to_millis;

@@ -15,15 +15,15 @@ use crate::domain::interaction::{InteractionRequest, InteractionStatus, Resoluti
 use crate::domain::run::{RunEvent, RunState};
 use crate::domain::validate::ValidationError;
 use crate::domain::{InteractionId, SessionId};
-use crate::store::engine::batch_reads::{
+use crate::store::engine::group::{Answers, GroupedWrite};
+use crate::store::engine::params::{
     bind_ids, padded, params, value_column, value_rows, with_last_repeated,
 };
-use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::records::{ReplyOutcome, RunRecord};
 use crate::store::engine::rows::{self, RUN_RETURNING};
 use crate::store::engine::tx::WriteTx;
 use crate::store::engine::visible::sees;
-use crate::store::engine::{Backend, Store, StoreError, StoreResult};
+use crate::store::engine::{Store, StoreError, StoreResult};
 use crate::store::resources::hooks::DUE_NOW;
 
 /// One queued reply, as the caller asked it.
@@ -156,7 +156,7 @@ impl Store {
         run_ids.dedup();
         let run_refs: Vec<&str> = run_ids.iter().map(String::as_str).collect();
         let runs = self.load_runs(tx.conn(), &run_refs, true).await?;
-        if !self.lock_row().is_empty() {
+        if self.has_row_locks() {
             found = self.load_interactions(tx.conn(), &ids, true).await?;
         }
 
@@ -196,15 +196,14 @@ impl Store {
         if resolving.is_empty() {
             return Ok(answers);
         }
-        let runs_after = match self.backend() {
-            Backend::Postgres => self.write_replies_together(tx, &resolving).await?,
-            Backend::Sqlite => {
-                self.write_resolutions(tx, &resolving).await?;
-                let runs_after = self.write_run_states(tx, &resolving).await?;
-                let due: Vec<&str> = resolving.iter().map(|r| r.rec.run.id.as_str()).collect();
-                self.resources_due(tx, &due).await?;
-                runs_after
-            }
+        let runs_after = if self.writes_in_with() {
+            self.write_replies_together(tx, &resolving).await?
+        } else {
+            self.write_resolutions(tx, &resolving).await?;
+            let runs_after = self.write_run_states(tx, &resolving).await?;
+            let due: Vec<&str> = resolving.iter().map(|r| r.rec.run.id.as_str()).collect();
+            self.resources_due(tx, &due).await?;
+            runs_after
         };
         for r in &resolving {
             if r.rec.run.state.status() != r.to.status() {

@@ -3,7 +3,6 @@
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 use utoipa::ToSchema;
 
 use crate::clock::to_millis;
@@ -13,7 +12,7 @@ use crate::domain::validate;
 use crate::domain::{LeaseId, RunId};
 use crate::store::claims::runtime::lease_expiry;
 use crate::store::engine::rows::{self, RESOURCE_COLS};
-use crate::store::engine::{Backend, Store, StoreError, StoreResult};
+use crate::store::engine::{Store, StoreError, StoreResult};
 
 /// A `needs_attention` record, with its tenant and when it entered that state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -79,17 +78,7 @@ impl Store {
         let now = tx.now;
         let result = async {
             let expires_at = lease_expiry(now, ttl)?;
-            let token_sql = match self.inner.backend {
-                Backend::Sqlite => {
-                    "UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' \
-                     RETURNING value"
-                }
-                Backend::Postgres => "SELECT nextval('fencing_tokens') AS value",
-            };
-            let fencing_token: i64 = sqlx::query(token_sql)
-                .fetch_one(tx.conn())
-                .await?
-                .try_get("value")?;
+            let fencing_token = self.next_fencing_token(tx.conn()).await?;
             let lease_id = LeaseId::new();
             let leased = sqlx::query(
                 "UPDATE runs SET lease_id = $1, lease_holder = $2, fencing_token = $3, \

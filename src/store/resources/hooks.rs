@@ -10,7 +10,7 @@ use sqlx::AnyConnection;
 use crate::clock::to_millis;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::ResourceState;
-use crate::store::engine::batch_reads::{bind_ids, params};
+use crate::store::engine::params::{bind_ids, params};
 use crate::store::engine::rows::{self, RESOURCE_COLS};
 use crate::store::engine::tx::WriteTx;
 use crate::store::engine::{Store, StoreResult};

@@ -8,7 +8,7 @@ use std::future::Future;
 use crate::domain::resource::{ExecutionResourceRecord, RunEffect};
 use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::tx::WriteTx;
-use crate::store::engine::{Backend, Store, StoreError, StoreResult};
+use crate::store::engine::{Store, StoreError, StoreResult};
 use crate::store::resources::writes::{HandBack, SaveItem};
 
 /// A write of a run's lifecycle side: a record saved, or a lease handed back.
@@ -78,8 +78,8 @@ impl Store {
         let mut ids: Vec<&str> = items.iter().map(|i| i.key()).collect();
         ids.sort_unstable();
         ids.dedup();
-        // SQLite has one writer and no row locks: hand-backs alone need no leases read.
-        let fences = if saves.is_empty() && self.backend() == Backend::Sqlite {
+        // Without row locks, hand-backs alone need no leases read.
+        let fences = if saves.is_empty() && !self.has_row_locks() {
             HashMap::new()
         } else {
             self.load_fences(tx.conn(), &ids, true).await?

@@ -12,7 +12,7 @@ use crate::domain::resource::ResourceState;
 use crate::domain::resource::RunEffect;
 use crate::domain::run::RunState;
 use crate::domain::RunId;
-use crate::store::engine::batch_reads::{bind_ids, params, value_rows, Placeholders};
+use crate::store::engine::params::{bind_ids, params, value_rows};
 use crate::store::engine::records::{RecordHead, RunFence};
 use crate::store::engine::tx::WriteTx;
 use crate::store::engine::{rows, Store, StoreError, StoreResult};
@@ -229,7 +229,7 @@ impl Store {
         }
         // Placeholders are numbered in the order they appear, which is the order of binding:
         // SQLite binds anonymous ones without looking each name up in a list of them all.
-        let mut p = Placeholders::new(self.backend());
+        let mut p = self.placeholders();
         let (since, updated) = (p.next(), p.next());
         let values = (0..items.len())
             .map(|_| format!("({})", p.row(WRITE_COLS)))

@@ -7,9 +7,9 @@ use sqlx::Row;
 
 use super::{Touch, WriteTx, EVENTS_PER_INSERT};
 use crate::clock::to_millis;
-use crate::store::engine::batch_reads::{padded, value_column, value_rows, with_last_repeated};
 use crate::store::engine::error::StoreResult;
-use crate::store::engine::handle::{Backend, Store};
+use crate::store::engine::handle::Store;
+use crate::store::engine::params::{padded, value_column, value_rows, with_last_repeated};
 use crate::store::engine::rows::to_json;
 
 /// A new event of a session: its sequence is the session's last one, after the update,
@@ -52,9 +52,10 @@ impl WriteTx {
             }
         }
         // The events the update inserts itself; the rest (all of them on SQLite) follow it.
-        let (along, pad) = match store.backend() {
-            Backend::Postgres => (events.len().min(EVENTS_PER_INSERT), true),
-            Backend::Sqlite => (0, false),
+        let (along, pad) = if store.writes_in_with() {
+            (events.len().min(EVENTS_PER_INSERT), true)
+        } else {
+            (0, false)
         };
         let counters = self.update_sessions(touched, &events[..along], pad).await?;
         let rows = events
