@@ -1,7 +1,8 @@
-//! The few places where SQLite and PostgreSQL need different SQL: how transactions begin,
-//! row locks, claiming due runs with a fencing token, and cross-replica notifications.
-//! Elsewhere, PostgreSQL folds a group's writes into one data-modifying `WITH`
-//! (`reply_batch::write_replies_together`, `tx::touch`).
+//! Every place where SQLite and PostgreSQL differ: how transactions begin, row locks,
+//! placeholders, the fencing-token source, claiming due runs with a fencing token,
+//! cross-replica notifications, migrations and group writers. Where `writes_in_with`,
+//! PostgreSQL folds a group's writes into one data-modifying `WITH`
+//! (`Store::write_replies_together`, `tx::touch`).
 
 use chrono::{DateTime, Utc};
 use sqlx::migrate::Migrator;

@@ -1,5 +1,5 @@
 //! The execution-resource side of the other use cases (the record created with its run is
-//! in `run_batch.rs`): the hooks that make a record due again when something it depends on changes, and the reads
+//! in `runs/create_batch.rs`): the hooks that make a record due again when something it depends on changes, and the reads
 //! and the fenced write the coordinator needs.
 //!
 //! Every hook also bumps the record's `version`: a coordinator that planned from the earlier
