@@ -9,8 +9,9 @@ use super::run_fence::Outcome;
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::commands::ReplyInteraction;
-use crate::domain::interaction::{InteractionRequest, InteractionStatus};
-use crate::domain::run::{RunEvent, RunState, RunStatus};
+use crate::domain::decide::expiry::{self, Expiry};
+use crate::domain::interaction::InteractionRequest;
+use crate::domain::run::{RunState, RunStatus};
 use crate::domain::{InteractionId, SessionId};
 
 /// How many expired interactions one sweep handles at most.
@@ -106,14 +107,11 @@ impl Store {
             let Some(current) = self.find_interaction(tx.conn(), id, true).await? else {
                 return Ok(false);
             };
-            let due = current.interaction.status == InteractionStatus::Pending
-                && current
-                    .interaction
-                    .expires_at
-                    .is_some_and(|at| at <= tx.now);
-            if !due {
+            let Expiry::Expire { fail_run } =
+                expiry::decide(&current.interaction, &rec.run, tx.now)
+            else {
                 return Ok(false);
-            }
+            };
             sqlx::query(
                 "UPDATE interactions SET status = 'expired', revision = revision + 1 WHERE id = $1",
             )
@@ -127,11 +125,7 @@ impl Store {
                 "interaction.expired",
                 json!({ "interaction_id": id, "run_id": rec.run.id }),
             );
-            if let Ok(RunState::Failed) = rec.run.state.apply(RunEvent::Fail) {
-                let error = json!({
-                    "code": "interaction.expired",
-                    "message": format!("interaction {id} expired before anyone replied"),
-                });
+            if let Some(error) = fail_run {
                 self.finish_run(
                     &mut tx,
                     &rec,
