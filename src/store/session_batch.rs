@@ -11,8 +11,8 @@ use super::tx::WriteTx;
 use super::{Store, StoreResult};
 use crate::clock::to_millis;
 use crate::domain::commands::CreateSession;
+use crate::domain::decide::create;
 use crate::domain::session::Session;
-use crate::domain::validate::ValidationError;
 use crate::domain::SessionId;
 
 /// One queued session creation, with the id it will get.
@@ -42,12 +42,8 @@ impl Store {
                     .get(p.as_str())
                     .is_some_and(|owner| sees(Some(&item.tenant), owner))
             });
-            if !parent_seen {
-                answers.push(Err(ValidationError::new(
-                    "parent_session_id",
-                    "must name an existing session of the same tenant",
-                )
-                .into()));
+            if let Err(refusal) = create::session(&item.cmd, parent_seen) {
+                answers.push(Err(refusal.into()));
                 continue;
             }
             let session = Session {
