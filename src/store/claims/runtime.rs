@@ -8,14 +8,14 @@ use serde_json::json;
 
 use crate::clock::to_millis;
 use crate::domain::claim::{Claim, ClaimKind, ClaimSandbox, Lease};
+use crate::domain::decide::claim;
 use crate::domain::resource::ResourceState;
-use crate::domain::run::{RunEvent, RunState};
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::LeaseId;
 use crate::store::engine::dialect::DueRuns;
 use crate::store::engine::tx::WriteTx;
 use crate::store::engine::{rows, Store, StoreError, StoreResult};
-use crate::store::runs::fence::{expected_hashes, invalid_state, latest_checkpoint};
+use crate::store::runs::fence::{expected_hashes, latest_checkpoint};
 
 pub(in crate::store) const MAX_CLAIMS: u32 = 100;
 
@@ -176,13 +176,9 @@ impl Store {
                 },
             };
             let checkpoint = latest_checkpoint(tx.conn(), &l.run_id).await?;
-            let (kind, run) = match l.prev_state {
-                RunState::Queued => {
-                    let to = rec
-                        .run
-                        .state
-                        .apply(RunEvent::Start)
-                        .map_err(invalid_state)?;
+            let claimed = claim::decide(l.prev_state, &rec.run, checkpoint.is_some())?;
+            let (kind, run) = match claimed.start {
+                Some(to) => {
                     let run = self
                         .set_run_state(tx, &rec, to, Some(l.fencing_token), None)
                         .await?;
@@ -191,10 +187,9 @@ impl Store {
                         "run.started",
                         json!({ "run_id": run.id, "worker_id": worker_id }),
                     );
-                    (ClaimKind::Start, run)
+                    (claimed.kind, run)
                 }
-                RunState::Running if checkpoint.is_none() => (ClaimKind::Start, rec.run),
-                _ => (ClaimKind::Resume, rec.run),
+                None => (claimed.kind, rec.run),
             };
             if l.had_lease {
                 takeovers += 1;

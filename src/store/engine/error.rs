@@ -1,3 +1,4 @@
+use crate::domain::decide::Refusal;
 use crate::domain::sandbox::SpecError;
 use crate::domain::validate::ValidationError;
 
@@ -105,6 +106,19 @@ fn unique_code(constraint: Option<&str>, message: &str) -> &'static str {
     }
 }
 
+impl From<Refusal> for StoreError {
+    /// Each refusal as the store reported it before its rule moved to the domain.
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::NotFound(what) => StoreError::NotFound(what),
+            Refusal::LeaseLost => StoreError::LeaseLost,
+            Refusal::Conflict { code, message } => StoreError::Conflict { code, message },
+            Refusal::Invalid(v) => StoreError::Invalid(v),
+            Refusal::InvalidState(e) => StoreError::conflict("run.invalid_state", e.to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,6 +162,36 @@ mod tests {
         assert!(matches!(
             map_sqlx(sqlx::Error::RowNotFound),
             StoreError::Database(_)
+        ));
+    }
+
+    #[test]
+    fn refusals_keep_their_store_errors() {
+        use crate::domain::run::{RunEvent, RunState};
+        assert!(matches!(
+            StoreError::from(Refusal::NotFound("run")),
+            StoreError::NotFound("run")
+        ));
+        assert!(matches!(
+            StoreError::from(Refusal::LeaseLost),
+            StoreError::LeaseLost
+        ));
+        assert!(matches!(
+            StoreError::from(Refusal::conflict("job.finished", "m")),
+            StoreError::Conflict { code: "job.finished", message } if message == "m"
+        ));
+        let invalid = ValidationError::new("decision", "m");
+        assert!(matches!(
+            StoreError::from(Refusal::Invalid(invalid.clone())),
+            StoreError::Invalid(v) if v == invalid
+        ));
+        let refused = RunState::Completed.apply(RunEvent::Resume).err();
+        let Some(e) = refused else {
+            panic!("a completed run resumed");
+        };
+        assert!(matches!(
+            StoreError::from(Refusal::InvalidState(e.clone())),
+            StoreError::Conflict { code: "run.invalid_state", message } if message == e.to_string()
         ));
     }
 }

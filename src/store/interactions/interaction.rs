@@ -3,8 +3,8 @@ use sqlx::AnyConnection;
 
 use crate::clock::to_millis;
 use crate::domain::commands::ReplyInteraction;
-use crate::domain::interaction::InteractionStatus;
-use crate::domain::run::{RunEvent, RunState};
+use crate::domain::decide::expiry::{self, Expiry};
+use crate::domain::run::RunState;
 use crate::domain::{InteractionId, SessionId};
 use crate::store::engine::records::{InteractionRecord, ReplyOutcome};
 use crate::store::engine::rows::{self, INTERACTION_COLS};
@@ -99,14 +99,11 @@ impl Store {
             let Some(current) = self.find_interaction(tx.conn(), id, true).await? else {
                 return Ok(false);
             };
-            let due = current.interaction.status == InteractionStatus::Pending
-                && current
-                    .interaction
-                    .expires_at
-                    .is_some_and(|at| at <= tx.now);
-            if !due {
+            let Expiry::Expire { fail_run } =
+                expiry::decide(&current.interaction, &rec.run, tx.now)
+            else {
                 return Ok(false);
-            }
+            };
             sqlx::query(
                 "UPDATE interactions SET status = 'expired', revision = revision + 1 WHERE id = $1",
             )
@@ -120,11 +117,7 @@ impl Store {
                 "interaction.expired",
                 json!({ "interaction_id": id, "run_id": rec.run.id }),
             );
-            if let Ok(RunState::Failed) = rec.run.state.apply(RunEvent::Fail) {
-                let error = json!({
-                    "code": "interaction.expired",
-                    "message": format!("interaction {id} expired before anyone replied"),
-                });
+            if let Some(error) = fail_run {
                 self.finish_run(
                     &mut tx,
                     &rec,

@@ -5,15 +5,14 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 
-use chrono::{DateTime, Utc};
 use serde_json::json;
 use sqlx::Row;
 
 use crate::clock::to_millis;
 use crate::domain::commands::ReplyInteraction;
+use crate::domain::decide::reply::{self, Decision};
 use crate::domain::interaction::{InteractionRequest, InteractionStatus, Resolution};
-use crate::domain::run::{RunEvent, RunState};
-use crate::domain::validate::ValidationError;
+use crate::domain::run::RunState;
 use crate::domain::{InteractionId, SessionId};
 use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::params::{
@@ -34,81 +33,6 @@ pub(in crate::store) struct ReplyItem {
     pub interaction_id: InteractionId,
     pub cmd: ReplyInteraction,
     pub resolved_by: String,
-}
-
-/// What one reply does, decided from the rows it found.
-#[derive(Debug, PartialEq)]
-enum Decision {
-    /// The same reply again: its first answer.
-    Replay(ReplyOutcome),
-    Resolve {
-        resolution: Resolution,
-        to: RunState,
-    },
-}
-
-/// The rules of a reply to `current`, whose run is `rec`, at `now`.
-fn decide(
-    item: &ReplyItem,
-    current: &InteractionRequest,
-    rec: &RunRecord,
-    now: DateTime<Utc>,
-) -> StoreResult<Decision> {
-    let cmd = &item.cmd;
-    if current.status != InteractionStatus::Pending {
-        let replay = current.status == InteractionStatus::Resolved
-            && current
-                .resolution
-                .as_ref()
-                .is_some_and(|r| r.decision == cmd.decision && r.payload == cmd.payload);
-        if replay {
-            return Ok(Decision::Replay(ReplyOutcome {
-                interaction: current.clone(),
-                run_status: rec.run.state.status(),
-            }));
-        }
-        return Err(StoreError::conflict(
-            "interaction.not_pending",
-            format!("the interaction is {}, not pending", current.status),
-        ));
-    }
-    if !current.allowed_decisions.contains(&cmd.decision) {
-        return Err(ValidationError::new(
-            "decision",
-            format!("must be one of: {}", current.allowed_decisions.join(", ")),
-        )
-        .into());
-    }
-    if cmd.expected_revision.is_some_and(|r| r != current.revision) {
-        return Err(StoreError::conflict(
-            "interaction.revision_mismatch",
-            format!(
-                "the interaction is at revision {}, not the expected one",
-                current.revision
-            ),
-        ));
-    }
-    if current.expires_at.is_some_and(|at| at <= now) {
-        return Err(StoreError::conflict(
-            "interaction.expired",
-            "the interaction has expired",
-        ));
-    }
-    let to = rec.run.state.apply(RunEvent::Resume).map_err(|_| {
-        StoreError::conflict(
-            "run.not_suspended",
-            format!("the run is {}, not suspended", rec.run.state),
-        )
-    })?;
-    Ok(Decision::Resolve {
-        resolution: Resolution {
-            decision: cmd.decision.clone(),
-            payload: cmd.payload.clone(),
-            resolved_by: item.resolved_by.clone(),
-            resolved_at: now,
-        },
-        to,
-    })
 }
 
 /// A resolution to write: the item's index, the interaction as found, its run.
@@ -178,8 +102,19 @@ impl Store {
                 answers.push(None);
                 continue;
             }
-            match decide(item, &f.interaction, rec, tx.now) {
-                Ok(Decision::Replay(outcome)) => answers.push(Some(Ok(outcome))),
+            let found = reply::Found {
+                interaction: &f.interaction,
+                run: &rec.run,
+            };
+            let asked = reply::Reply {
+                cmd: &item.cmd,
+                resolved_by: &item.resolved_by,
+            };
+            match reply::decide(found, asked, tx.now) {
+                Ok(Decision::Replay) => answers.push(Some(Ok(ReplyOutcome {
+                    interaction: f.interaction.clone(),
+                    run_status: rec.run.state.status(),
+                }))),
                 Ok(Decision::Resolve { resolution, to }) => {
                     answers.push(None);
                     resolving.push(Resolving {
@@ -190,7 +125,7 @@ impl Store {
                         to,
                     });
                 }
-                Err(e) => answers.push(Some(Err(e))),
+                Err(e) => answers.push(Some(Err(e.into()))),
             }
         }
         if resolving.is_empty() {

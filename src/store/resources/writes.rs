@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use crate::clock::{from_millis, to_millis};
+use crate::domain::decide::{finish, resources};
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::ResourceState;
 use crate::domain::resource::RunEffect;
-use crate::domain::run::RunState;
 use crate::domain::RunId;
 use crate::store::engine::params::{bind_ids, params, value_rows};
 use crate::store::engine::records::{RecordHead, RunFence};
@@ -87,7 +87,7 @@ impl Store {
         // other.
         let releasing: Vec<&str> = items
             .iter()
-            .filter(|i| i.record.state == ResourceState::Released)
+            .filter(|i| resources::may_wake_ancestors(i.record.state))
             .map(|i| i.run_id.as_str())
             .filter(|id| fences.get(*id).is_some_and(|f| f.has_parent))
             .collect();
@@ -156,7 +156,7 @@ impl Store {
                     }),
                 );
             }
-            if record.state == ResourceState::Released && cur.state != ResourceState::Released {
+            if resources::wakes_ancestors(cur.state, record.state) {
                 released.push(id);
             }
             if record.due_at.is_some() {
@@ -180,19 +180,13 @@ impl Store {
             let Some(rec) = self.load_runs(tx.conn(), &[id], false).await?.remove(id) else {
                 continue;
             };
-            if rec.run.state.is_terminal() {
+            let Ok(to) = finish::fail(&rec.run) else {
                 continue;
-            }
+            };
             let error = json!({ "code": code, "message": message });
             let outcome = Some(Outcome::Error(&error));
-            self.finish_run(
-                tx,
-                &rec,
-                RunState::Failed,
-                Some(item.fencing_token),
-                outcome,
-            )
-            .await?;
+            self.finish_run(tx, &rec, to, Some(item.fencing_token), outcome)
+                .await?;
             // Ending the run made its record due again: return what is stored.
             *result = self
                 .load_resource(tx.conn(), item.run_id.as_str(), false)

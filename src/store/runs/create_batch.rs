@@ -7,8 +7,8 @@ use serde_json::json;
 
 use crate::clock::to_millis;
 use crate::domain::commands::CreateRun;
+use crate::domain::decide::create;
 use crate::domain::run::Run;
-use crate::domain::validate::ValidationError;
 use crate::domain::{RunId, SessionId};
 use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::params::{bind_ids, params};
@@ -75,38 +75,25 @@ impl Store {
         let mut answers: Vec<Option<StoreResult<Run>>> = Vec::with_capacity(items.len());
         let mut creating = Vec::new();
         for (index, item) in items.iter().enumerate() {
-            let refusal = if !sessions
-                .get(item.session_id.as_str())
-                .is_some_and(|owner| sees(Some(&item.tenant), owner))
-            {
-                Some(StoreError::NotFound("session"))
-            } else if let Some(spec) = item
-                .cmd
-                .sandbox_spec
-                .as_ref()
-                .filter(|s| !providers.contains(s.provider_id.as_str()))
-            {
-                Some(
-                    ValidationError::new(
-                        "sandbox_spec.provider_id",
-                        format!("provider `{}` is not registered", spec.provider_id),
-                    )
-                    .into(),
-                )
-            } else if item.cmd.parent_run_id.as_ref().is_some_and(|p| {
-                parents
-                    .get(p.as_str())
-                    .is_none_or(|rec| rec.run.session_id != item.session_id)
-            }) {
-                Some(
-                    ValidationError::new("parent_run_id", "must name a run of the same session")
-                        .into(),
-                )
-            } else {
-                None
+            let found = create::FoundForRun {
+                session_seen: sessions
+                    .get(item.session_id.as_str())
+                    .is_some_and(|owner| sees(Some(&item.tenant), owner)),
+                provider_registered: item
+                    .cmd
+                    .sandbox_spec
+                    .as_ref()
+                    .is_none_or(|s| providers.contains(s.provider_id.as_str())),
+                parent: item
+                    .cmd
+                    .parent_run_id
+                    .as_ref()
+                    .and_then(|p| parents.get(p.as_str()))
+                    .map(|rec| &rec.run),
             };
+            let refusal = create::run(found, &item.session_id, &item.cmd).err();
             match refusal {
-                Some(e) => answers.push(Some(Err(e))),
+                Some(e) => answers.push(Some(Err(e.into()))),
                 None => {
                     answers.push(None);
                     creating.push(index);

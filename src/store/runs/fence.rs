@@ -7,8 +7,9 @@ use sqlx::Row;
 
 use crate::clock::to_millis;
 use crate::domain::claim::ExpectedHashes;
+use crate::domain::decide::{finish, transition};
 use crate::domain::interaction::Checkpoint;
-use crate::domain::run::{Run, RunState, TransitionError};
+use crate::domain::run::{Run, RunState};
 use crate::metrics::Metrics;
 use crate::store::engine::records::RunRecord;
 use crate::store::engine::rows::{self, CHECKPOINT_COLS, RUN_RETURNING};
@@ -23,25 +24,9 @@ pub(in crate::store) enum Outcome<'a> {
     Error(&'a Value),
 }
 
-/// A refused state transition as the API reports it.
-pub(in crate::store) fn invalid_state(e: TransitionError) -> StoreError {
-    StoreError::conflict("run.invalid_state", e.to_string())
-}
-
 /// The hashes a runtime must confirm: the run's, plus its sandbox spec's when it has one.
 pub(in crate::store) fn expected_hashes(run: &Run) -> ExpectedHashes {
-    let spec_field = |name: &str| {
-        run.sandbox_spec
-            .as_ref()
-            .and_then(|s| s.get(name))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    ExpectedHashes {
-        resolved_spec_hash: run.resolved_spec_hash.clone(),
-        spec_hash: spec_field("spec_hash"),
-        policy_hash: spec_field("policy_hash"),
-    }
+    transition::expected_hashes(run)
 }
 
 pub(in crate::store) async fn latest_checkpoint(
@@ -183,13 +168,15 @@ impl Store {
         self.drop_lease(tx, run.id.as_str()).await?;
         self.resource_due(tx, run.id.as_str()).await?;
         let session = run.session_id.as_str().to_owned();
-        let cancelled = sqlx::query(
+        let sql = format!(
             "UPDATE interactions SET status = 'cancelled', revision = revision + 1 \
-             WHERE run_id = $1 AND status = 'pending' RETURNING id",
-        )
-        .bind(run.id.as_str())
-        .fetch_all(tx.conn())
-        .await?;
+             WHERE run_id = $1 AND status = '{}' RETURNING id",
+            finish::CANCELLED_INTERACTIONS
+        );
+        let cancelled = sqlx::query(&sql)
+            .bind(run.id.as_str())
+            .fetch_all(tx.conn())
+            .await?;
         for row in &cancelled {
             let id: String = row.try_get("id")?;
             tx.inbox(&session);
@@ -199,14 +186,20 @@ impl Store {
                 json!({ "interaction_id": id, "run_id": run.id }),
             );
         }
-        let suspensions = sqlx::query(
+        let open: Vec<String> = finish::CANCELLED_SUSPENSIONS
+            .iter()
+            .map(|s| format!("'{s}'"))
+            .collect();
+        let sql = format!(
             "UPDATE suspensions SET status = 'cancelled', resolved_at = $2 \
-             WHERE run_id = $1 AND status IN ('pending', 'resolving') RETURNING id",
-        )
-        .bind(run.id.as_str())
-        .bind(to_millis(tx.now))
-        .fetch_all(tx.conn())
-        .await?;
+             WHERE run_id = $1 AND status IN ({}) RETURNING id",
+            open.join(", ")
+        );
+        let suspensions = sqlx::query(&sql)
+            .bind(run.id.as_str())
+            .bind(to_millis(tx.now))
+            .fetch_all(tx.conn())
+            .await?;
         for row in &suspensions {
             let id: String = row.try_get("id")?;
             tx.event(
@@ -215,14 +208,10 @@ impl Store {
                 json!({ "suspension_id": id, "run_id": run.id }),
             );
         }
-        let kind = match to {
-            RunState::Completed => "run.completed",
-            RunState::Cancelled => "run.cancelled",
-            _ => "run.failed",
-        };
+        let kind = finish::ended_event(to);
         let mut data = json!({ "run_id": run.id, "from": rec.run.state, "state": to });
         if let (Some(Outcome::Error(err)), Some(obj)) = (outcome, data.as_object_mut()) {
-            if let Some(code) = err.get("code").filter(|c| c.is_string()) {
+            if let Some(code) = finish::error_code(err) {
                 obj.insert("code".into(), code.clone());
             }
         }

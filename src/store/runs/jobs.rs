@@ -2,8 +2,8 @@ use serde_json::json;
 
 use crate::clock::to_millis;
 use crate::domain::commands::CreateJob;
-use crate::domain::job::{ExecutionAffinity, Job, JobState, PauseBehavior};
-use crate::domain::run::RunState;
+use crate::domain::decide::jobs;
+use crate::domain::job::{Job, JobState};
 use crate::domain::{JobId, RunId};
 use crate::store::engine::rows::{self, JOB_COLS};
 use crate::store::engine::visible::sees;
@@ -23,15 +23,7 @@ impl Store {
             let rec = self
                 .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
                 .await?;
-            if rec.run.state != RunState::Running {
-                return Err(StoreError::conflict(
-                    "run.invalid_state",
-                    format!(
-                        "jobs start only while the run is running; it is {}",
-                        rec.run.state
-                    ),
-                ));
-            }
+            let new = jobs::create(&rec.run, cmd)?;
             let id = JobId::new();
             // The fence is part of the insert itself: no row is written unless the token holds.
             let sql = format!(
@@ -47,12 +39,8 @@ impl Store {
                 .bind(run_id.as_str())
                 .bind(&cmd.kind)
                 .bind(rows::to_json(&cmd.payload)?)
-                .bind(cmd.pause_behavior.unwrap_or(PauseBehavior::Detach).as_str())
-                .bind(
-                    cmd.execution_affinity
-                        .unwrap_or(ExecutionAffinity::Sandbox)
-                        .as_str(),
-                )
+                .bind(new.pause_behavior.as_str())
+                .bind(new.execution_affinity.as_str())
                 .bind(to_millis(tx.now))
                 .bind(cmd.fencing_token)
                 .fetch_optional(tx.conn())
@@ -109,28 +97,17 @@ impl Store {
             }
             let job = rows::job(&row)?;
             let session_id = rows::text(&row, "session_id")?;
-            if job.state == state {
-                return Ok(job);
-            }
-            if job.state.is_finished() {
-                return Err(StoreError::conflict(
-                    "job.finished",
-                    format!("the job is already {}", job.state),
-                ));
-            }
-            if !job.state.can_move_to(state) {
-                return Err(StoreError::conflict(
-                    "job.invalid_transition",
-                    format!("a {} job cannot become {state}", job.state),
-                ));
-            }
+            let unblocks = match jobs::update(&job, state)? {
+                jobs::Update::Unchanged => return Ok(job),
+                jobs::Update::Move { unblocks } => unblocks,
+            };
             sqlx::query("UPDATE jobs SET state = $2, updated_at = $3 WHERE id = $1")
                 .bind(job_id.as_str())
                 .bind(state.as_str())
                 .bind(to_millis(tx.now))
                 .execute(tx.conn())
                 .await?;
-            if state.is_finished() {
+            if unblocks {
                 self.resource_unblocked(&mut tx, run_id.as_str()).await?;
             }
             tx.event(

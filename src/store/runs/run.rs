@@ -1,7 +1,8 @@
 use serde_json::json;
 
 use crate::domain::commands::CreateRun;
-use crate::domain::run::{LeaseHolder, Run, RunEvent, RunReadBack};
+use crate::domain::decide::transition;
+use crate::domain::run::{LeaseHolder, Run, RunReadBack};
 use crate::domain::{RunId, SessionId, SuspensionId};
 use crate::store::engine::records::{OpenSuspension, RunRecord};
 use crate::store::engine::rows::{self};
@@ -146,12 +147,7 @@ impl Store {
         run_id: &RunId,
     ) -> StoreResult<Run> {
         let rec = self.session_run(tx, tenant, session_id, run_id).await?;
-        let to = rec.run.state.apply(RunEvent::Cancel).map_err(|_| {
-            StoreError::conflict(
-                "run.terminal",
-                format!("the run is already {}", rec.run.state),
-            )
-        })?;
+        let to = transition::cancel(&rec.run)?;
         self.finish_run(tx, &rec, to, None, None).await
     }
 
@@ -165,15 +161,7 @@ impl Store {
         resolved_by: &str,
     ) -> StoreResult<Run> {
         let rec = self.session_run(tx, tenant, session_id, run_id).await?;
-        let to = rec.run.state.apply(RunEvent::Resume).map_err(|_| {
-            StoreError::conflict(
-                "run.not_suspended",
-                format!(
-                    "only a suspended run can be resumed; this run is {}",
-                    rec.run.state
-                ),
-            )
-        })?;
+        let to = transition::resume(&rec.run)?;
         let suspension = self.open_suspension(tx, run_id.as_str()).await?;
         if let Some(OpenSuspension {
             interaction_id: Some(interaction_id),
@@ -185,12 +173,7 @@ impl Store {
                     .bind(interaction_id.as_str())
                     .fetch_optional(tx.conn())
                     .await?;
-            if pending.is_some() {
-                return Err(StoreError::conflict(
-                    "interaction.pending",
-                    format!("the run waits for interaction {interaction_id}: reply to it instead"),
-                ));
-            }
+            transition::resume_waiting_for(pending.is_some().then_some(interaction_id))?;
         }
         if let Some(s) = &suspension {
             sqlx::query("UPDATE suspensions SET status = 'resolving' WHERE id = $1")

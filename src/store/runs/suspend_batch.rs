@@ -7,8 +7,8 @@ use serde_json::json;
 
 use crate::clock::to_millis;
 use crate::domain::commands::SuspendRun;
-use crate::domain::run::{Run, RunEvent, RunState};
-use crate::domain::validate::ValidationError;
+use crate::domain::decide::{suspend, Refusal};
+use crate::domain::run::{Run, RunState};
 use crate::domain::{CheckpointId, InteractionId, RunId, SuspensionId};
 use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::params::{bind_ids, pairs, params, value_rows};
@@ -17,7 +17,6 @@ use crate::store::engine::rows::{self, RUN_RETURNING};
 use crate::store::engine::tx::WriteTx;
 use crate::store::engine::visible::sees;
 use crate::store::engine::{Store, StoreError, StoreResult};
-use crate::store::runs::fence::invalid_state;
 
 /// One queued suspension, as the runtime asked it.
 #[derive(Debug)]
@@ -118,8 +117,8 @@ impl Store {
             .collect())
     }
 
-    /// The checks of one suspension, in the order a lone suspension makes them: the fence,
-    /// the transition, the checkpoint's hash and sequence.
+    /// The checks of one suspension (`suspend::decide`: the fence, the transition, the
+    /// checkpoint's hash and sequence); a lost lease is counted.
     fn check_suspend(
         &self,
         item: &SuspendItem,
@@ -127,34 +126,15 @@ impl Store {
         last_sequence: Option<&i64>,
         tx: &WriteTx,
     ) -> StoreResult<RunState> {
-        let cmd = &item.cmd;
-        rec.lease
-            .check(cmd.fencing_token, tx.now)
-            .map_err(|_| self.lease_lost())?;
-        let to = rec
-            .run
-            .state
-            .apply(RunEvent::Suspend)
-            .map_err(invalid_state)?;
-        if cmd.checkpoint.resolved_spec_hash != rec.run.resolved_spec_hash {
-            return Err(ValidationError::new(
-                "checkpoint.resolved_spec_hash",
-                "must equal the run's resolved_spec_hash",
-            )
-            .into());
-        }
-        if let Some(&last) = last_sequence {
-            if cmd.checkpoint.sequence <= last {
-                return Err(StoreError::conflict(
-                    "checkpoint.sequence",
-                    format!(
-                        "checkpoint sequence {} must be greater than the last one ({last})",
-                        cmd.checkpoint.sequence
-                    ),
-                ));
-            }
-        }
-        Ok(to)
+        let found = suspend::Found {
+            run: &rec.run,
+            lease: &rec.lease,
+            last_sequence: last_sequence.copied(),
+        };
+        suspend::decide(found, &item.cmd, tx.now).map_err(|r| match r {
+            Refusal::LeaseLost => self.lease_lost(),
+            r => r.into(),
+        })
     }
 
     /// The checkpoints, the interactions and the suspensions: one statement each.
@@ -265,11 +245,15 @@ impl Store {
         suspending: &[Suspending<'_>],
     ) -> StoreResult<()> {
         let ids: Vec<&str> = suspending.iter().map(|s| s.item.run_id.as_str()).collect();
+        let killed_states: Vec<String> =
+            suspend::killed_states().map(|s| format!("'{s}'")).collect();
         let sql = format!(
             "UPDATE jobs SET state = 'killed', updated_at = $1 WHERE run_id IN ({}) \
-             AND pause_behavior = 'cancel' AND state IN ('created', 'running', 'orphaned') \
+             AND pause_behavior = '{}' AND state IN ({}) \
              RETURNING id, run_id",
-            params(2, ids.len())
+            params(2, ids.len()),
+            suspend::KILLED_ON_SUSPEND,
+            killed_states.join(", ")
         );
         let query = sqlx::query(&sql).bind(to_millis(tx.now));
         let killed = bind_ids(query, &ids).fetch_all(tx.conn()).await?;

@@ -5,11 +5,13 @@ use serde_json::json;
 
 use crate::clock::to_millis;
 use crate::domain::commands::{CompleteRun, ConfirmResumed, FailRun, SuspendRun};
-use crate::domain::run::{Run, RunEvent, RunState};
+use crate::domain::decide::finish;
+use crate::domain::decide::transition::{self, Confirmation};
+use crate::domain::run::{Run, RunState};
 use crate::domain::RunId;
 use crate::store::engine::tx::WriteTx;
 use crate::store::engine::{Store, StoreResult};
-use crate::store::runs::fence::{expected_hashes, invalid_state, latest_checkpoint, Outcome};
+use crate::store::runs::fence::{latest_checkpoint, Outcome};
 use crate::store::runs::suspend_batch::SuspendItem;
 use crate::store::runs::transition_batch::{Transition, TransitionItem};
 
@@ -67,11 +69,7 @@ impl Store {
             let rec = self
                 .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
                 .await?;
-            let to = rec
-                .run
-                .state
-                .apply(RunEvent::Complete)
-                .map_err(invalid_state)?;
+            let to = finish::complete(&rec.run)?;
             let run = self
                 .finish_run(
                     &mut tx,
@@ -100,7 +98,7 @@ impl Store {
             let rec = self
                 .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
                 .await?;
-            let to = rec.run.state.apply(RunEvent::Fail).map_err(invalid_state)?;
+            let to = finish::fail(&rec.run)?;
             let run = self
                 .finish_run(
                     &mut tx,
@@ -130,36 +128,12 @@ impl Store {
         let rec = self
             .fenced_run(tx, tenant, run_id.as_str(), cmd.fencing_token)
             .await?;
-        let to = rec
-            .run
-            .state
-            .apply(RunEvent::Resumed)
-            .map_err(invalid_state)?;
+        let to = transition::confirm_resumed(&rec.run)?;
         let checkpoint = latest_checkpoint(tx.conn(), run_id.as_str()).await?;
-        let expected = expected_hashes(&rec.run);
-        let mut mismatches = Vec::new();
-        if cmd.resolved_spec_hash != expected.resolved_spec_hash {
-            mismatches.push("resolved_spec_hash differs from the run's");
-        }
-        if checkpoint
-            .as_ref()
-            .is_some_and(|c| c.resolved_spec_hash != cmd.resolved_spec_hash)
-        {
-            mismatches.push("resolved_spec_hash differs from the checkpoint's");
-        }
-        if expected.spec_hash.is_some() && cmd.spec_hash != expected.spec_hash {
-            mismatches.push("spec_hash is missing or differs from the sandbox spec's");
-        }
-        if expected.policy_hash.is_some() && cmd.policy_hash != expected.policy_hash {
-            mismatches.push("policy_hash is missing or differs from the sandbox spec's");
-        }
         let session = rec.run.session_id.as_str().to_owned();
-        if !mismatches.is_empty() {
-            let message = format!(
-                "the run was failed because its policy is stale: {}",
-                mismatches.join("; ")
-            );
-            let error = json!({ "code": "sandbox.policy_stale", "message": message });
+        if let Confirmation::PolicyStale { message, error } =
+            transition::check_hashes(&rec.run, checkpoint.as_ref(), cmd)
+        {
             self.finish_run(
                 tx,
                 &rec,

@@ -6,8 +6,8 @@ use serde_json::json;
 
 use crate::clock::to_millis;
 use crate::domain::commands::CreateSession;
+use crate::domain::decide::create;
 use crate::domain::session::Session;
-use crate::domain::validate::ValidationError;
 use crate::domain::SessionId;
 use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::params::{pairs, params};
@@ -60,12 +60,8 @@ impl Store {
                     .get(p.as_str())
                     .is_some_and(|owner| sees(Some(&item.tenant), owner))
             });
-            if !parent_seen {
-                answers.push(Err(ValidationError::new(
-                    "parent_session_id",
-                    "must name an existing session of the same tenant",
-                )
-                .into()));
+            if let Err(refusal) = create::session(&item.cmd, parent_seen) {
+                answers.push(Err(refusal.into()));
                 continue;
             }
             let session = Session {
