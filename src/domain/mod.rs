@@ -2,6 +2,7 @@
 
 pub mod claim;
 pub mod commands;
+pub mod decide;
 pub mod ids;
 pub mod interaction;
 pub mod job;

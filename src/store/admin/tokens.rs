@@ -1,0 +1,127 @@
+use chrono::{DateTime, Utc};
+
+use crate::clock::to_millis;
+use crate::domain::token::{new_secret, Principal, Role, TokenInfo};
+use crate::domain::validate::{self, ValidationError};
+use crate::domain::TokenId;
+use crate::store::engine::rows::{self, TOKEN_COLS};
+use crate::store::engine::{Store, StoreError, StoreResult};
+
+impl Store {
+    /// Stores a new token (only its hash) and returns it with the secret, shown once.
+    /// Frontend and runtime tokens need a tenant (`Invalid` on `tenant` otherwise); admin
+    /// tokens take none.
+    pub async fn create_token(
+        &self,
+        role: Role,
+        tenant: Option<&str>,
+        expires_at: Option<DateTime<Utc>>,
+    ) -> StoreResult<(TokenInfo, String)> {
+        match (role.tenant_bound(), tenant) {
+            (false, Some(_)) => {
+                return Err(ValidationError::new(
+                    "tenant",
+                    format!("{role} tokens are not bound to a tenant"),
+                )
+                .into())
+            }
+            (true, None) => {
+                return Err(ValidationError::new(
+                    "tenant",
+                    "is required for frontend and runtime tokens",
+                )
+                .into())
+            }
+            (_, Some(t)) => validate::name("tenant", t)?,
+            (false, None) => {}
+        }
+        if expires_at.is_some_and(|at| at <= self.now()) {
+            return Err(ValidationError::new("ttl_seconds", "must lie in the future").into());
+        }
+        let (secret, hash) = new_secret();
+        let info = TokenInfo {
+            id: TokenId::new(),
+            role,
+            tenant_id: tenant.map(str::to_owned),
+            created_at: self.now(),
+            revoked_at: None,
+            expires_at,
+        };
+        sqlx::query(
+            "INSERT INTO tokens (id, role, tenant_id, secret_hash, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(info.id.as_str())
+        .bind(role.as_str())
+        .bind(info.tenant_id.as_deref())
+        .bind(&hash)
+        .bind(to_millis(info.created_at))
+        .bind(expires_at.map(to_millis))
+        .execute(&self.inner.write)
+        .await?;
+        Ok((info, secret))
+    }
+
+    /// The principal of an unrevoked, unexpired token with this secret hash.
+    pub async fn authenticate(&self, secret_hash: &str) -> StoreResult<Option<Principal>> {
+        let sql = format!(
+            "SELECT {TOKEN_COLS} FROM tokens WHERE secret_hash = $1 AND revoked_at IS NULL \
+             AND (expires_at IS NULL OR expires_at > $2)"
+        );
+        let row = sqlx::query(&sql)
+            .bind(secret_hash)
+            .bind(to_millis(self.now()))
+            .fetch_optional(&self.inner.read)
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let info = rows::token(&row)?;
+        Ok(Some(Principal {
+            token_id: info.id,
+            role: info.role,
+            tenant_id: info.tenant_id,
+            expires_at: info.expires_at,
+        }))
+    }
+
+    /// Whether the token is neither revoked nor expired (false for an unknown one).
+    pub async fn token_is_live(&self, id: &TokenId) -> StoreResult<bool> {
+        let row = sqlx::query(
+            "SELECT id FROM tokens WHERE id = $1 AND revoked_at IS NULL \
+             AND (expires_at IS NULL OR expires_at > $2)",
+        )
+        .bind(id.as_str())
+        .bind(to_millis(self.now()))
+        .fetch_optional(&self.inner.read)
+        .await?;
+        Ok(row.is_some())
+    }
+
+    pub async fn list_tokens(&self) -> StoreResult<Vec<TokenInfo>> {
+        let sql = format!("SELECT {TOKEN_COLS} FROM tokens ORDER BY created_at, id");
+        sqlx::query(&sql)
+            .fetch_all(&self.inner.read)
+            .await?
+            .iter()
+            .map(rows::token)
+            .collect()
+    }
+
+    /// Marks the token revoked (`NotFound("token")` if unknown); revoking twice is a no-op.
+    pub async fn revoke_token(&self, id: &TokenId) -> StoreResult<TokenInfo> {
+        let sql = format!(
+            "UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 \
+             RETURNING {TOKEN_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(id.as_str())
+            .bind(to_millis(self.now()))
+            .fetch_optional(&self.inner.write)
+            .await?;
+        match row {
+            Some(row) => rows::token(&row),
+            None => Err(StoreError::NotFound("token")),
+        }
+    }
+}
