@@ -1,7 +1,7 @@
 //! Group commit for the coordinator's writes and the API's. Writes that arrive while
-//! another group is being written wait and are written together in the next one: one
-//! transaction, and a fixed number of statements per kind of write, for many runs. Each write
-//! keeps its own checks and fence and gets its own answer; if a group fails as a whole, each
+//! another group is being written wait and are written together in the next one: a
+//! few transactions, and a fixed number of statements, for many runs. Each write
+//! keeps its own checks and fence and gets its own answer; if a transaction of a group fails, each
 //! of its writes is retried alone, so one bad write never fails the others.
 //!
 //! A kind of grouped write is a type that implements `GroupedWrite` (one file per kind) and a
@@ -30,8 +30,13 @@ type Reply<T> = oneshot::Sender<StoreResult<T>>;
 pub(in crate::store) trait GroupedWrite: Send + Sync + Sized + 'static {
     type Answer: Send + 'static;
 
-    /// Where this kind's writes come in a group's transaction, lowest first.
+    /// Where this kind's writes come in a group, lowest first.
     const ORDER: u8;
+
+    /// Kinds with the same number share one transaction of the group (each transaction locks
+    /// its runs in id order); the others get their own, so one kind's failure leaves them
+    /// grouped.
+    const TRANSACTION: u8;
 
     /// At most one write per key in a group: a run, an interaction, a new session.
     fn key(&self) -> &str;
@@ -100,6 +105,10 @@ impl<W: GroupedWrite> Batch<Store> for KindBatch<W> {
 
     fn order(&self) -> u8 {
         W::ORDER
+    }
+
+    fn transaction(&self) -> u8 {
+        W::TRANSACTION
     }
 
     fn write_in<'a>(
@@ -240,23 +249,37 @@ impl Store {
         }
     }
 
-    /// The group in one transaction, its kinds in their order; then, alone, the writes left
-    /// without an answer, or every write if the group failed.
+    /// The group's kinds in their order, those that share a transaction together; then,
+    /// alone, the writes left without an answer, or every write of a transaction that failed.
     async fn write_group(&self, group: Vec<Box<dyn Waiting<Store>>>) {
         let mut batches: Vec<Box<dyn Batch<Store>>> = Vec::new();
         for waiting in group {
             waiting.join(&mut batches);
         }
-        batches.sort_by_key(|b| b.order());
+        batches.sort_by_key(|b| (b.transaction(), b.order()));
+        let mut rest = batches.as_mut_slice();
+        while let Some(first) = rest.first() {
+            let transaction = first.transaction();
+            let shared = rest
+                .iter()
+                .take_while(|b| b.transaction() == transaction)
+                .count();
+            let (these, after) = rest.split_at_mut(shared);
+            self.write_shared(these).await;
+            rest = after;
+        }
+    }
+
+    async fn write_shared(&self, batches: &mut [Box<dyn Batch<Store>>]) {
         let writes: usize = batches.iter().map(|b| b.len()).sum();
-        match self.write_batches(&mut batches, writes).await {
+        match self.write_batches(batches, writes).await {
             Ok(()) => {
                 let metrics = self.metrics();
                 metrics.group_commits.fetch_add(1, Ordering::Relaxed);
                 metrics
                     .grouped_writes
                     .fetch_add(writes as u64, Ordering::Relaxed);
-                for batch in &mut batches {
+                for batch in batches.iter_mut() {
                     batch.deliver();
                 }
             }
@@ -273,7 +296,7 @@ impl Store {
         // Alone, until the database itself is unavailable: then every write left gets that
         // answer at once instead of waiting out its own timeout.
         let mut down = None;
-        for batch in &mut batches {
+        for batch in batches.iter_mut() {
             batch.write_rest_alone(self, &mut down).await;
         }
     }

@@ -47,6 +47,7 @@ struct Resolving<'a> {
 impl GroupedWrite for ReplyItem {
     type Answer = ReplyOutcome;
     const ORDER: u8 = 4;
+    const TRANSACTION: u8 = 2;
 
     fn key(&self) -> &str {
         self.interaction_id.as_str()

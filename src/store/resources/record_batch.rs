@@ -22,6 +22,7 @@ impl GroupedWrite for RecordWrite {
     /// The record as stored for a save; nothing for a hand-back.
     type Answer = Option<ExecutionResourceRecord>;
     const ORDER: u8 = 5;
+    const TRANSACTION: u8 = 3;
 
     fn key(&self) -> &str {
         match self {

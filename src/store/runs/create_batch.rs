@@ -41,6 +41,7 @@ fn sorted<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
 impl GroupedWrite for RunItem {
     type Answer = Run;
     const ORDER: u8 = 2;
+    const TRANSACTION: u8 = 0;
 
     fn key(&self) -> &str {
         self.id.as_str()

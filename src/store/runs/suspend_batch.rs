@@ -41,6 +41,7 @@ impl GroupedWrite for SuspendItem {
     type Answer = Run;
     /// First: a group locks the runs it suspends before it writes anything else.
     const ORDER: u8 = 0;
+    const TRANSACTION: u8 = 0;
 
     fn key(&self) -> &str {
         self.run_id.as_str()

@@ -41,6 +41,7 @@ fn refused_by_database(e: &StoreError) -> bool {
 impl GroupedWrite for TransitionItem {
     type Answer = Transitioned;
     const ORDER: u8 = 3;
+    const TRANSACTION: u8 = 1;
 
     fn key(&self) -> &str {
         self.run_id.as_str()

@@ -29,6 +29,7 @@ const SESSION_PARAMS: usize = 5;
 impl GroupedWrite for SessionItem {
     type Answer = Session;
     const ORDER: u8 = 1;
+    const TRANSACTION: u8 = 0;
 
     fn key(&self) -> &str {
         self.id.as_str()

@@ -31,6 +31,9 @@ pub(in crate::store) trait Batch<H: Host>: Send {
     /// Batches of a group are written in this order, lowest first.
     fn order(&self) -> u8;
 
+    /// Batches with the same number share one transaction of the group.
+    fn transaction(&self) -> u8;
+
     /// Writes the batch in the group's transaction; the answers wait for the commit.
     fn write_in<'a>(&'a mut self, host: &'a H, tx: &'a mut H::Tx)
         -> BoxFuture<'a, StoreResult<()>>;
