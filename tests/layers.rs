@@ -347,3 +347,18 @@ fn the_circle_finder_sees_circles() {
         "2 files: store/d.rs, store/e.rs\n    store/d.rs -> store/e.rs\n    store/e.rs -> store/d.rs"
     );
 }
+
+#[test]
+fn the_store_has_no_import_circles() {
+    let src = real_source();
+    let graph = circles::import_graph(&src, "store/");
+    let found: Vec<String> = circles::circles(&graph)
+        .iter()
+        .map(|c| circles::describe(&graph, c))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "files of `src/store` that import each other, in a circle:\n{}",
+        found.join("\n")
+    );
+}
