@@ -13,6 +13,13 @@
 //! `LBENCH_SQLITE_FLOOR_SECONDS` [3] per SQLite floor repetition, `LBENCH_PHASES`
 //! [floor,noop,local,resume,claims], `LBENCH_WORKERS` [4] and `LBENCH_BATCH` [64] for the
 //! pool (the service's defaults).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "tests and benchmarks stop at the first surprise and print what they measure"
+)]
 
 #[allow(dead_code)]
 #[path = "../tests/common/pg.rs"]

@@ -6,6 +6,13 @@
 //! `cargo bench --bench provider` (set `PROVIDER_BENCH_RUNS` to change the 7 runs;
 //! `PROVIDER_BENCH_BIN=PATH` measures another build of the provider's binary instead of the one
 //! built beside the bench, so two builds can be compared in turn).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "tests and benchmarks stop at the first surprise and print what they measure"
+)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -1,3 +1,5 @@
+#![allow(clippy::print_stdout, reason = "the CLI answers on stdout")]
+
 use std::sync::Arc;
 
 use anyhow::Context;

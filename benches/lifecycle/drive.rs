@@ -206,6 +206,7 @@ pub struct Groups {
 fn usage() -> (u64, u64) {
     // SAFETY: getrusage only writes the struct it is given.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
     (

@@ -53,6 +53,7 @@ fn result(name: &str, outcome: Outcome) -> CheckResult {
 
 /// Prints `PASS name` / `SKIP name: why` / `FAIL name: detail` per check; true when none
 /// failed.
+#[allow(clippy::print_stdout, reason = "the report is the CLI's output")]
 pub fn print_report(results: &[CheckResult]) -> bool {
     for r in results {
         if r.skipped() {

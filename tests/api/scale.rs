@@ -190,6 +190,7 @@ async fn ten_thousand_long_polls_are_cheap() {
 
     // SIGTERM: a graceful stop with a clean exit.
     let pid = i32::try_from(server.0.id()).unwrap();
+    // SAFETY: kill takes plain integers and touches no memory of ours.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let exit = loop {

@@ -250,6 +250,7 @@ async fn a_restart_reports_sandboxes_whose_processes_vanished_as_lost() {
     let rec: serde_json::Value =
         serde_json::from_slice(&std::fs::read(state_file).unwrap()).unwrap();
     let pid = rec["leader"]["pid"].as_i64().unwrap() as i32;
+    // SAFETY: kill takes plain integers and touches no memory of ours.
     assert_eq!(unsafe { libc::kill(-pid, libc::SIGKILL) }, 0);
     for _ in 0..1000 {
         if proc_state(pid).is_none() {

@@ -25,6 +25,7 @@ mod grouped_replies;
 mod grouped_transitions;
 mod grouped_writes;
 mod jobs;
+mod migrations_match;
 mod replicas;
 mod replies;
 mod resources;

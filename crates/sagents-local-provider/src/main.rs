@@ -1,4 +1,5 @@
 //! Reference sandbox provider: `sagents-local-provider serve --listen ADDR --root DIR ...`.
+#![allow(clippy::print_stdout, reason = "the CLI answers on stdout")]
 
 use anyhow::Context;
 use clap::Parser;

@@ -1,6 +1,7 @@
 //! The benchmark baseline: the smallest axum server, on the same runtime as the service and
 //! the system allocator (the service's jemalloc is set in its binary). Built with the same
-//! release profile. `cargo run --release --example hello -- 127.0.0.1:9000`
+//! release profile, alone, so its features never change the service's build:
+//! `cargo run --release -p bench-hello -- 127.0.0.1:9000`
 
 use axum::{routing::get, Router};
 
