@@ -1,37 +1,9 @@
-//! The HTTP API: one file per resource, the error type, extractors, layers and the OpenAPI
-//! document.
+//! HTTP: the API ([`api`]: resources, extractors, errors, OpenAPI) and the server that
+//! carries it ([`server`]: connections, the envelope, the hot path), joined here by the
+//! router.
 
-pub mod admin_attention;
-pub mod admin_lifecycle;
-pub mod admin_providers;
-pub mod admin_tenants;
-pub mod admin_tokens;
-pub mod auth;
-pub mod commands;
-pub mod envelope;
-pub mod error;
-pub mod events_stream;
-pub mod extract;
-pub mod health;
-pub mod hot_path;
-pub mod idempotency;
-pub mod idle;
-pub mod inbox;
-pub mod interactions;
-pub mod jobs;
-pub mod layers;
-pub mod metrics;
-pub mod openapi;
-pub mod openapi_contract;
-pub mod request_id;
-pub mod runs;
-pub mod runtime;
-pub mod serve;
-pub mod sessions;
-pub mod side;
-pub mod state;
-pub mod strict;
-pub mod ui;
+pub mod api;
+pub mod server;
 
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
@@ -40,9 +12,15 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::http::state::AppState;
 use crate::telemetry::request_line::RequestLog;
-use openapi::ApiDoc;
+use api::openapi::{self, ApiDoc};
+use api::state::AppState;
+use api::{
+    admin_attention, admin_lifecycle, admin_providers, admin_tenants, admin_tokens, events_stream,
+    health, idempotency, inbox, interactions, jobs, metrics, openapi_contract, runs, runtime,
+    sessions, ui,
+};
+use server::{envelope, hot_path, layers};
 
 /// Every documented route, without state or layers.
 pub fn api_router() -> OpenApiRouter<AppState> {

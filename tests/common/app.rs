@@ -15,7 +15,7 @@ use sagents::app::{AppError, Application};
 use sagents::clock::{Clock, ManualClock, SystemClock};
 use sagents::config::Config;
 use sagents::domain::token::Role;
-use sagents::http::state::AppState;
+use sagents::http::api::state::AppState;
 use sagents::service::shutdown::ShutdownTrigger;
 use sagents::store::{Backend, Store};
 

@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::error::{ApiError, PROBLEM_JSON};
+use crate::http::api::error::{ApiError, PROBLEM_JSON};
 
 pub const UNMATCHED_ROUTE: &str = "unmatched";
 

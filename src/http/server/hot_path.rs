@@ -19,8 +19,8 @@ use hyper::body::Incoming;
 use tower::{Layer, Service};
 
 use super::envelope::{Envelope, EnvelopeFuture, EnvelopeLayer};
-use super::sessions::get_snapshot_direct;
-use super::state::AppState;
+use crate::http::api::sessions::get_snapshot_direct;
+use crate::http::api::state::AppState;
 
 pub const SNAPSHOT_ROUTE: &str = "/v1/sessions/{session_id}/snapshot";
 
