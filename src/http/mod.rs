@@ -20,7 +20,9 @@ use api::{
     health, idempotency, inbox, interactions, jobs, metrics, openapi_contract, runs, runtime,
     sessions, ui,
 };
-use server::{envelope, hot_path, layers};
+use server::cors::CorsGateLayer;
+use server::deadline::DeadlineLayer;
+use server::{envelope, hot_path, layers, stack};
 
 /// Every documented route, without state or layers.
 pub fn api_router() -> OpenApiRouter<AppState> {
@@ -55,15 +57,20 @@ pub fn openapi_document_for(config: &crate::config::Config) -> utoipa::openapi::
 }
 
 /// The whole service as a connection calls it: the router, with the snapshot read served
-/// beside it ([`hot_path`]) in the same envelope.
-pub fn app(state: AppState, request_log: Option<RequestLog>) -> hot_path::App {
-    let envelope = envelope::EnvelopeLayer::new(state.metrics.clone(), request_log);
-    let router = router(state.clone(), envelope.clone());
-    hot_path::app(state, router, &envelope)
+/// beside it ([`hot_path`]) in the same envelope, CORS and timeout, and sensitive headers and
+/// compression around both ([`stack`]).
+pub fn app(state: AppState, request_log: Option<RequestLog>) -> stack::Layered {
+    let layers = hot_path::RouteLayers {
+        envelope: envelope::EnvelopeLayer::new(state.metrics.clone(), request_log),
+        cors: CorsGateLayer::new(&state.config),
+        deadline: DeadlineLayer::new(&state.config),
+    };
+    let router = router(state.clone(), layers.clone());
+    stack::layered(hot_path::app(state, router, &layers))
 }
 
 /// Every route: docs and the layers every request goes through.
-fn router(state: AppState, envelope: envelope::EnvelopeLayer) -> Router {
+fn router(state: AppState, layers: hot_path::RouteLayers) -> Router {
     let (routes, _) = api_router().split_for_parts();
     let body_limit = state.config.body_limit();
     routes
@@ -75,7 +82,9 @@ fn router(state: AppState, envelope: envelope::EnvelopeLayer) -> Router {
         .layer(
             ServiceBuilder::new()
                 .layer(DefaultBodyLimit::max(body_limit))
-                .layer(envelope)
+                .layer(layers.envelope)
+                .layer(layers.cors)
+                .layer(layers.deadline)
                 .layer(idempotency::IdempotencyLayer::new(state.clone())),
         )
         .with_state(state)

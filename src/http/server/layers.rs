@@ -27,6 +27,10 @@ pub(super) fn problem_body(res: Response) -> Response {
             "request.method_not_allowed",
             "this method is not allowed on this resource",
         ),
+        super::deadline::TIMED_OUT => (
+            "request.timeout",
+            "the request was not answered in time; it may be retried",
+        ),
         StatusCode::PAYLOAD_TOO_LARGE => ("request.too_large", "the request body is too large"),
         StatusCode::UNSUPPORTED_MEDIA_TYPE => (
             "request.unsupported_media_type",
