@@ -27,11 +27,13 @@ use super::hot_path::App;
 type Marked = SetSensitiveRequestHeaders<SetSensitiveResponseHeaders<App>>;
 type Compressed = Response<CompressionBody<Body>>;
 
-/// Every request of a connection, with the layers of this module around [`App`].
+/// Every request of a connection, with the layers of this module around [`App`]. The
+/// compression layer wraps the service per request, by reference: a clone of `Layered` (one
+/// per connection) holds the service once.
 #[derive(Clone)]
 pub struct Layered {
     marked: Marked,
-    compressed: Compression<Marked>,
+    compression: CompressionLayer,
 }
 
 pub fn layered(app: App) -> Layered {
@@ -42,8 +44,8 @@ pub fn layered(app: App) -> Layered {
     ])
     .layer(SetSensitiveResponseHeadersLayer::new([header::SET_COOKIE]).layer(app));
     Layered {
-        compressed: CompressionLayer::new().layer(marked.clone()),
         marked,
+        compression: CompressionLayer::new(),
     }
 }
 
@@ -72,7 +74,8 @@ impl Service<Request<Incoming>> for Layered {
     fn call(&mut self, req: Request<Incoming>) -> Self::Future {
         if req.headers().contains_key(header::ACCEPT_ENCODING) {
             let into_body: fn(Compressed) -> Response = into_body;
-            Either::Right(self.compressed.call(req).map_ok(into_body))
+            let mut compressed: Compression<&mut Marked> = self.compression.layer(&mut self.marked);
+            Either::Right(compressed.call(req).map_ok(into_body))
         } else {
             Either::Left(self.marked.call(req))
         }
