@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::config::{SealError, WeakSecret};
 use crate::domain::validate;
-use crate::http::state::{AppState, Shared};
+use crate::http::api::state::{AppState, Shared};
 use crate::lifecycle::attention::AttentionPolicy;
 use crate::lifecycle::clients::ProviderClients;
 use crate::lifecycle::coordinator::Coordinator;
@@ -170,11 +170,12 @@ impl Application {
             }
         };
         tracing::info!(%local_addr, "listening");
-        let limits = crate::http::serve::Limits {
+        let limits = crate::http::server::serve::Limits {
             idle_timeout: Duration::from_secs(state.config.http_idle_timeout_seconds),
             max_connections: state.config.max_connections as usize,
         };
-        crate::http::serve::serve(listener, app, limits, state.metrics.clone(), signal).await;
+        crate::http::server::serve::serve(listener, app, limits, state.metrics.clone(), signal)
+            .await;
         trigger.trigger();
         pool.join().await;
         for task in tasks {

@@ -7,9 +7,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::domain::token::Role;
 
+mod origins;
 mod sealing;
 mod secret;
 mod strength;
+pub use origins::parse_origin;
 pub use sealing::{generate_key, SealError, Sealer};
 pub use secret::{DatabaseUrl, Secret};
 pub use strength::{WeakSecret, MIN_SECRET_BYTES};
@@ -214,6 +216,18 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
 
+    /// An ordinary request (not a long-poll, not an event stream) not answered within this
+    /// many seconds gets `504` `request.timeout`; a long-poll has its wait on top.
+    #[arg(long, env = "SAGENTS_REQUEST_TIMEOUT_SECONDS", default_value_t = 30, global = true,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub request_timeout_seconds: u64,
+
+    /// Browser origins (`https://app.example.com`, comma-separated) allowed to call the API
+    /// from another origin (CORS); none by default, and then no CORS headers at all.
+    #[arg(long, env = "SAGENTS_CORS_ORIGINS", value_delimiter = ',', global = true,
+          value_parser = parse_origin)]
+    pub cors_origins: Vec<String>,
+
     #[arg(long, env = "SAGENTS_BODY_LIMIT_BYTES", default_value_t = 1_048_576, global = true,
           value_parser = clap::value_parser!(u64).range(1024..=(64 * 1024 * 1024)))]
     pub body_limit_bytes: u64,
@@ -316,6 +330,8 @@ impl Config {
             body_limit_bytes: 1_048_576,
             http_idle_timeout_seconds: 75,
             max_connections: 20_000,
+            request_timeout_seconds: 30,
+            cors_origins: Vec::new(),
             grant_secret: None,
             secret_key: None,
             secret_key_file: None,
@@ -362,6 +378,11 @@ impl Config {
     /// and writing the answer. An `Idempotency-Key` is in flight for no longer than this.
     pub fn request_deadline(&self) -> Duration {
         self.long_poll_max() + REQUEST_MARGIN
+    }
+
+    /// The bound of an ordinary request ([`Self::request_timeout_seconds`]).
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_seconds)
     }
 
     pub fn sse_heartbeat(&self) -> Duration {
@@ -431,6 +452,11 @@ mod tests {
         );
         assert_eq!(cli.config.long_poll_max_seconds, d.long_poll_max_seconds);
         assert_eq!(cli.config.body_limit_bytes, d.body_limit_bytes);
+        assert_eq!(
+            cli.config.request_timeout_seconds,
+            d.request_timeout_seconds
+        );
+        assert_eq!(cli.config.cors_origins, d.cors_origins);
         assert_eq!(cli.config.sse_heartbeat_seconds, d.sse_heartbeat_seconds);
         assert_eq!(
             cli.config.sse_max_streams_per_token,

@@ -1,37 +1,9 @@
-//! The HTTP API: one file per resource, the error type, extractors, layers and the OpenAPI
-//! document.
+//! HTTP: the API ([`api`]: resources, extractors, errors, OpenAPI) and the server that
+//! carries it ([`server`]: connections, the envelope, the hot path), joined here by the
+//! router.
 
-pub mod admin_attention;
-pub mod admin_lifecycle;
-pub mod admin_providers;
-pub mod admin_tenants;
-pub mod admin_tokens;
-pub mod auth;
-pub mod commands;
-pub mod envelope;
-pub mod error;
-pub mod events_stream;
-pub mod extract;
-pub mod health;
-pub mod hot_path;
-pub mod idempotency;
-pub mod idle;
-pub mod inbox;
-pub mod interactions;
-pub mod jobs;
-pub mod layers;
-pub mod metrics;
-pub mod openapi;
-pub mod openapi_contract;
-pub mod request_id;
-pub mod runs;
-pub mod runtime;
-pub mod serve;
-pub mod sessions;
-pub mod side;
-pub mod state;
-pub mod strict;
-pub mod ui;
+pub mod api;
+pub mod server;
 
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
@@ -40,9 +12,17 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::http::state::AppState;
 use crate::telemetry::request_line::RequestLog;
-use openapi::ApiDoc;
+use api::openapi::{self, ApiDoc};
+use api::state::AppState;
+use api::{
+    admin_attention, admin_lifecycle, admin_providers, admin_tenants, admin_tokens, events_stream,
+    health, idempotency, inbox, interactions, jobs, metrics, openapi_contract, runs, runtime,
+    sessions, ui,
+};
+use server::cors::CorsGateLayer;
+use server::deadline::DeadlineLayer;
+use server::{envelope, hot_path, layers, stack};
 
 /// Every documented route, without state or layers.
 pub fn api_router() -> OpenApiRouter<AppState> {
@@ -77,15 +57,20 @@ pub fn openapi_document_for(config: &crate::config::Config) -> utoipa::openapi::
 }
 
 /// The whole service as a connection calls it: the router, with the snapshot read served
-/// beside it ([`hot_path`]) in the same envelope.
-pub fn app(state: AppState, request_log: Option<RequestLog>) -> hot_path::App {
-    let envelope = envelope::EnvelopeLayer::new(state.metrics.clone(), request_log);
-    let router = router(state.clone(), envelope.clone());
-    hot_path::app(state, router, &envelope)
+/// beside it ([`hot_path`]) in the same envelope, CORS and timeout, and sensitive headers and
+/// compression around both ([`stack`]).
+pub fn app(state: AppState, request_log: Option<RequestLog>) -> stack::Layered {
+    let layers = hot_path::RouteLayers {
+        envelope: envelope::EnvelopeLayer::new(state.metrics.clone(), request_log),
+        cors: CorsGateLayer::new(&state.config),
+        deadline: DeadlineLayer::new(&state.config),
+    };
+    let router = router(state.clone(), layers.clone());
+    stack::layered(hot_path::app(state, router, &layers))
 }
 
 /// Every route: docs and the layers every request goes through.
-fn router(state: AppState, envelope: envelope::EnvelopeLayer) -> Router {
+fn router(state: AppState, layers: hot_path::RouteLayers) -> Router {
     let (routes, _) = api_router().split_for_parts();
     let body_limit = state.config.body_limit();
     routes
@@ -97,7 +82,9 @@ fn router(state: AppState, envelope: envelope::EnvelopeLayer) -> Router {
         .layer(
             ServiceBuilder::new()
                 .layer(DefaultBodyLimit::max(body_limit))
-                .layer(envelope)
+                .layer(layers.envelope)
+                .layer(layers.cors)
+                .layer(layers.deadline)
                 .layer(idempotency::IdempotencyLayer::new(state.clone())),
         )
         .with_state(state)

@@ -13,7 +13,7 @@ use super::json::{push_json_str, write_timestamp};
 use super::queue::LogWriter;
 
 /// The target the line names, as the envelope's `tracing` event would.
-pub const TARGET: &str = "sagents::http::envelope";
+pub const TARGET: &str = "sagents::http::server::envelope";
 pub const MESSAGE: &str = "request finished";
 
 /// The fields of one request's line.

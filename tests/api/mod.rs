@@ -2,7 +2,9 @@
 
 mod auth;
 mod bad_input;
+mod compression;
 mod contract;
+mod cors;
 mod cycle;
 mod edges;
 mod events_stream;
@@ -20,3 +22,4 @@ mod read_back;
 mod replicas;
 mod scale;
 mod shutdown;
+mod timeouts;

@@ -15,7 +15,7 @@ use sagents::app::{AppError, Application};
 use sagents::clock::{Clock, ManualClock, SystemClock};
 use sagents::config::Config;
 use sagents::domain::token::Role;
-use sagents::http::state::AppState;
+use sagents::http::api::state::AppState;
 use sagents::service::shutdown::ShutdownTrigger;
 use sagents::store::{Backend, Store};
 
@@ -39,6 +39,8 @@ pub struct Options {
     pub sse_heartbeat_seconds: Option<u64>,
     pub http_idle_timeout_seconds: Option<u64>,
     pub max_connections: Option<u32>,
+    pub request_timeout_seconds: Option<u64>,
+    pub cors_origins: Vec<String>,
 }
 
 pub struct TestApp {
@@ -86,6 +88,10 @@ impl TestApp {
         if let Some(max) = opts.max_connections {
             config.max_connections = max;
         }
+        if let Some(timeout) = opts.request_timeout_seconds {
+            config.request_timeout_seconds = timeout;
+        }
+        config.cors_origins = opts.cors_origins;
         if let Some(workers) = opts.workers {
             config.workers = workers;
         }

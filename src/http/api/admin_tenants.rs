@@ -8,8 +8,8 @@ use utoipa_axum::routes;
 use super::auth::Admin;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, Command, PathIds};
+use super::state::AppState;
 use crate::domain::tenant::{TenantPolicy, TenantPolicyInfo};
-use crate::http::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(get_tenant_policy, put_tenant_policy))

@@ -8,9 +8,9 @@ use utoipa_axum::routes;
 use super::auth::Frontend;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, PathIds};
+use super::state::AppState;
 use crate::domain::commands::ReplyInteraction;
 use crate::domain::{InteractionId, SessionId};
-use crate::http::state::AppState;
 use crate::store::ReplyOutcome;
 
 pub fn router() -> OpenApiRouter<AppState> {

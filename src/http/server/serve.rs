@@ -5,6 +5,7 @@
 //! read buffer to 16 KiB; held by ten thousand long-polls that is most of the server's
 //! memory.
 
+use std::cell::RefCell;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
@@ -154,9 +155,12 @@ async fn connection<A: App>(
     let activity = Activity::new();
     let service = {
         let activity = activity.clone();
+        // hyper calls through `&self`: one service per connection, borrowed for each call
+        // (never across an await), rather than a clone of the whole stack per request.
+        let app = RefCell::new(app);
         hyper::service::service_fn(move |req: Request<Incoming>| {
             let busy = activity.busy();
-            let answer = app.clone().call(req);
+            let answer = app.borrow_mut().call(req);
             async move {
                 let res = answer.await?;
                 Ok::<_, Infallible>(res.map(|body| Tracked::new(body, busy)))

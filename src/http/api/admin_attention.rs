@@ -12,9 +12,9 @@ use utoipa_axum::routes;
 use super::auth::Admin;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, ApiQuery, CheckContext, Command, PathIds};
+use super::state::AppState;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::RunId;
-use crate::http::state::AppState;
 use crate::lifecycle::attention::{self, AttentionAction, AttentionError};
 use crate::store::{AttentionItem, StoreError};
 

@@ -11,10 +11,10 @@ use utoipa_axum::routes;
 use super::auth::Runtime;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, PathIds};
+use super::state::AppState;
 use crate::domain::commands::{CreateJob, UpdateJob};
 use crate::domain::job::Job;
 use crate::domain::{JobId, RunId};
-use crate::http::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

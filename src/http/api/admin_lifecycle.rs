@@ -13,9 +13,9 @@ use super::auth::{Admin, Observer};
 use super::error::{ApiError, Problem};
 use super::extract::{ApiQuery, PathIds};
 use super::sessions::EventsQuery;
+use super::state::AppState;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::RunId;
-use crate::http::state::AppState;
 use crate::metrics::LifecycleMetrics;
 use crate::store::{ResourceEvent, StoreError};
 

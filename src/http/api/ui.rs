@@ -8,8 +8,8 @@ use axum::routing::get;
 use axum::Router;
 use rust_embed::RustEmbed;
 
-use super::layers::fallback;
-use crate::http::state::AppState;
+use super::state::AppState;
+use crate::http::server::layers::fallback;
 
 #[derive(RustEmbed)]
 #[folder = "ui/static/"]

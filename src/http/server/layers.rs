@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::error::{ApiError, PROBLEM_JSON};
+use crate::http::api::error::{ApiError, PROBLEM_JSON};
 
 pub const UNMATCHED_ROUTE: &str = "unmatched";
 
@@ -26,6 +26,10 @@ pub(super) fn problem_body(res: Response) -> Response {
         StatusCode::METHOD_NOT_ALLOWED => (
             "request.method_not_allowed",
             "this method is not allowed on this resource",
+        ),
+        super::deadline::TIMED_OUT => (
+            "request.timeout",
+            "the request was not answered in time; it may be retried",
         ),
         StatusCode::PAYLOAD_TOO_LARGE => ("request.too_large", "the request body is too large"),
         StatusCode::UNSUPPORTED_MEDIA_TYPE => (

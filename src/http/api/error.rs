@@ -7,10 +7,10 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::request_id;
 use crate::domain::ids::IdParseError;
 use crate::domain::sandbox::SpecError;
 use crate::domain::validate::ValidationError;
+use crate::http::server::request_id;
 use crate::store::StoreError;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";

@@ -11,9 +11,9 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
-use super::strict::Strict;
+use super::state::AppState;
 use crate::domain::ids::IdParseError;
-use crate::http::state::AppState;
+use crate::http::server::strict::Strict;
 
 /// What a command's checks may need besides the command itself.
 #[derive(Debug, Clone, Copy)]

@@ -10,11 +10,11 @@ use utoipa_axum::routes;
 use super::auth::{Frontend, Runtime};
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, PathIds};
+use super::state::AppState;
 use crate::domain::commands::{CompleteRun, ConfirmResumed, CreateRun, FailRun, SuspendRun};
 use crate::domain::run::{Run, RunReadBack};
 use crate::domain::tenant::NetworkNotAllowed;
 use crate::domain::{RunId, SessionId};
-use crate::http::state::AppState;
 use crate::service::runs::{self, CreateRunError};
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 use super::auth::Admin;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, Command};
-use crate::http::state::AppState;
+use super::state::AppState;
 use crate::service::providers::{
     self, ProviderInfo, RegisterProvider, RegistryError, RegistryErrorClass,
 };

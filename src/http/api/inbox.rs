@@ -15,7 +15,7 @@ use super::auth::Frontend;
 use super::commands::check_wait;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiQuery, IfNoneMatch};
-use crate::http::state::AppState;
+use super::state::AppState;
 use crate::service::inbox::{read_inbox, InboxOutcome, InboxPage, InboxRead};
 use crate::store::InboxCursor;
 

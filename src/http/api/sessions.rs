@@ -16,12 +16,12 @@ use super::auth::Frontend;
 use super::commands::check_wait;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, ApiQuery, IfNoneMatch, PathIds};
+use super::state::AppState;
 use crate::domain::commands::CreateSession;
 use crate::domain::ids::IdParseError;
 use crate::domain::session::Session;
 use crate::domain::snapshot::{etag_for, Snapshot};
 use crate::domain::SessionId;
-use crate::http::state::AppState;
 use crate::service::snapshot::{read_snapshot, SnapshotOutcome, SnapshotRead};
 use crate::store::SessionEvent;
 
@@ -150,9 +150,9 @@ async fn get_snapshot(
     snapshot_answer(&state, &auth, ids.get("session_id")?, query, if_none_match).await
 }
 
-/// `GET /v1/sessions/{session_id}/snapshot` as [`super::hot_path`] serves it: the handler's
+/// `GET /v1/sessions/{session_id}/snapshot` as [`crate::http::server::hot_path`] serves it: the handler's
 /// extractors in the handler's order, so a refusal is the router's refusal.
-pub(super) async fn get_snapshot_direct(
+pub(crate) async fn get_snapshot_direct(
     state: AppState,
     session_id: Result<SessionId, IdParseError>,
     mut parts: Parts,

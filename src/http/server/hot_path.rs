@@ -3,8 +3,8 @@
 //! For each request axum's router matches the path, percent-decodes and stores its
 //! parameters, records the matched route and clones the route's layered service: more than a
 //! tenth of a `304`'s CPU. Here the path is matched by hand and the request goes through the
-//! same envelope into the handler's own code. Whatever this match is unsure of (a `HEAD`, an
-//! empty or percent-encoded id, any other path) goes to the router.
+//! same envelope, CORS and timeout into the handler's own code. Whatever this match is
+//! unsure of (a `HEAD`, an empty or percent-encoded id, any other path) goes to the router.
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};
@@ -18,9 +18,11 @@ use futures::future::{BoxFuture, Either};
 use hyper::body::Incoming;
 use tower::{Layer, Service};
 
+use super::cors::{CorsGate, CorsGateLayer};
+use super::deadline::{Deadline, DeadlineLayer};
 use super::envelope::{Envelope, EnvelopeFuture, EnvelopeLayer};
-use super::sessions::get_snapshot_direct;
-use super::state::AppState;
+use crate::http::api::sessions::get_snapshot_direct;
+use crate::http::api::state::AppState;
 
 pub const SNAPSHOT_ROUTE: &str = "/v1/sessions/{session_id}/snapshot";
 
@@ -29,20 +31,33 @@ pub const SNAPSHOT_ROUTE: &str = "/v1/sessions/{session_id}/snapshot";
 #[derive(Clone)]
 pub struct App {
     router: Router,
-    snapshot: Envelope<Snapshot>,
+    snapshot: Envelope<CorsGate<Deadline<Snapshot>>>,
 }
 
-/// `router` with the snapshot read beside it, in the same envelope as the router's routes.
-pub fn app(state: AppState, router: Router, envelope: &EnvelopeLayer) -> App {
+/// The layers of the router's routes that the snapshot read goes through too.
+#[derive(Clone)]
+pub struct RouteLayers {
+    pub envelope: EnvelopeLayer,
+    pub cors: CorsGateLayer,
+    pub deadline: DeadlineLayer,
+}
+
+/// `router` with the snapshot read beside it, in the same layers as the router's routes.
+pub fn app(state: AppState, router: Router, layers: &RouteLayers) -> App {
     // The router's stack without the body limit and `Idempotency-Key`: a GET reads no body.
-    let snapshot = envelope.for_route(SNAPSHOT_ROUTE).layer(Snapshot { state });
+    let snapshot = layers
+        .envelope
+        .for_route(SNAPSHOT_ROUTE)
+        .layer(layers.cors.layer(layers.deadline.layer(Snapshot { state })));
     App { router, snapshot }
 }
+
+type SnapshotAnswer = <CorsGate<Deadline<Snapshot>> as Service<Request<Incoming>>>::Future;
 
 impl Service<Request<Incoming>> for App {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<EnvelopeFuture<SnapshotFuture>, RouteFuture<Infallible>>;
+    type Future = Either<EnvelopeFuture<SnapshotAnswer>, RouteFuture<Infallible>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
@@ -69,7 +84,8 @@ fn snapshot_session(path: &str) -> Option<&str> {
 type SnapshotFuture = BoxFuture<'static, Result<Response, Infallible>>;
 
 #[derive(Clone)]
-struct Snapshot {
+/// The snapshot handler as a service.
+pub struct Snapshot {
     state: AppState,
 }
 

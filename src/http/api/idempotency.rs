@@ -19,7 +19,7 @@ use tower::{Layer, Service, ServiceExt};
 use super::auth;
 use super::error::ApiError;
 use super::extract::read_body;
-use crate::http::state::AppState;
+use super::state::AppState;
 use crate::store::{IdempotencyBegin, Store};
 
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");

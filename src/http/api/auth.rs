@@ -7,8 +7,8 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 
 use super::error::ApiError;
+use super::state::AppState;
 use crate::domain::token::{Principal, Role};
-use crate::http::state::AppState;
 
 const MAX_SECRET_LEN: usize = 512;
 

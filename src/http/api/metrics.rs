@@ -9,7 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::Observer;
-use crate::http::state::AppState;
+use super::state::AppState;
 use crate::metrics::render_lifecycle_gauges;
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -16,10 +16,10 @@ use super::auth::Runtime;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, PathIds};
 use super::idempotency::{ReplayWith, IDEMPOTENCY_KEY};
+use super::state::AppState;
 use crate::domain::claim::ClaimResponse;
 use crate::domain::commands::{ClaimRequest, Heartbeat};
 use crate::domain::LeaseId;
-use crate::http::state::AppState;
 use crate::service::claims::{self, claim, ClaimWait};
 
 pub fn router() -> OpenApiRouter<AppState> {

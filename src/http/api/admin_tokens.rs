@@ -13,9 +13,9 @@ use super::auth::Admin;
 use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, CheckContext, Command, PathIds};
 use super::idempotency::ReplayWith;
+use super::state::AppState;
 use crate::domain::token::{Role, TokenInfo};
 use crate::domain::TokenId;
-use crate::http::state::AppState;
 use crate::service::tokens::tenant_for;
 
 pub fn router() -> OpenApiRouter<AppState> {
