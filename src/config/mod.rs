@@ -216,8 +216,9 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
 
-    /// An ordinary request (not a long-poll, not an event stream) not answered within this
-    /// many seconds gets `504` `request.timeout`; a long-poll has its wait on top.
+    /// A request that changes something (`POST`, `PUT`, `PATCH`, `DELETE`) not answered
+    /// within this many seconds gets `504` `request.timeout`; a claim has its long-poll on top.
+    /// Reads carry no timer.
     #[arg(long, env = "SAGENTS_REQUEST_TIMEOUT_SECONDS", default_value_t = 30, global = true,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub request_timeout_seconds: u64,
@@ -380,7 +381,7 @@ impl Config {
         self.long_poll_max() + REQUEST_MARGIN
     }
 
-    /// The bound of an ordinary request ([`Self::request_timeout_seconds`]).
+    /// The bound of a request that changes something ([`Self::request_timeout_seconds`]).
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout_seconds)
     }

@@ -1,5 +1,6 @@
-//! An ordinary request that takes longer than `SAGENTS_REQUEST_TIMEOUT_SECONDS` is answered
-//! with the `request.timeout` problem; a long-poll waiting longer than that is not cut.
+//! A request that changes something and takes longer than `SAGENTS_REQUEST_TIMEOUT_SECONDS`
+//! is answered with the `request.timeout` problem; a long-poll waiting longer than that is
+//! not cut.
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,6 @@
 //! The transport: connections, the envelope every request goes through, the snapshot hot
 //! path and the layers around the router. tower-http does CORS ([`cors`]), the request
-//! timeout ([`deadline`]), sensitive headers and compression ([`stack`]). What is written
+//! timeout of requests that change something ([`deadline`]), sensitive headers and compression ([`stack`]). What is written
 //! here instead, and why; every figure is in `docs/BENCHMARKS.md`, under the benchmark
 //! named:
 //!
