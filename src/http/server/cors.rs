@@ -1,8 +1,10 @@
 //! CORS for browser clients on the origins `SAGENTS_CORS_ORIGINS` names: tower-http's
 //! `CorsLayer`, given only the requests whose `Origin` is one of them. Any other request
 //! (no `Origin`, an origin not listed, every request when none is configured) goes on as if
-//! there were no CORS at all: no CORS headers, and an `OPTIONS` is the router's `405`.
+//! there were no CORS at all: no CORS headers, and an `OPTIONS` is the router's `405`. A CORS
+//! request's future is boxed, so that every other request's (each held long-poll's) stays small.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -85,7 +87,7 @@ where
 {
     type Response = Response<R>;
     type Error = S::Error;
-    type Future = Either<cors::ResponseFuture<S::Future>, S::Future>;
+    type Future = Either<Pin<Box<cors::ResponseFuture<S::Future>>>, S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         if let Some((cors, _)) = &mut self.cors {
@@ -102,7 +104,7 @@ where
                     .get(header::ORIGIN)
                     .is_some_and(|o| origins.contains(o)) =>
             {
-                Either::Left(cors.call(req))
+                Either::Left(Box::pin(cors.call(req)))
             }
             _ => Either::Right(self.inner.call(req)),
         }

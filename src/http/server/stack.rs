@@ -2,9 +2,12 @@
 //! and `Proxy-Authorization` (and a response's `Set-Cookie`) marked sensitive, so that no
 //! debug output shows them; and, only for a client that sends `Accept-Encoding`, tower-http's
 //! compression with its default predicate (not an event stream, not a body under 32 bytes).
-//! A request without `Accept-Encoding` skips the compression layer and its boxed body.
+//! A request without `Accept-Encoding` skips the compression layer and its boxed body, and
+//! the compressed answer's future is boxed, so that the others' (each held long-poll's) stay
+//! small.
 
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
@@ -58,12 +61,16 @@ impl Service<Request<Incoming>> for Layered {
     type Error = Infallible;
     type Future = Either<
         <Marked as Service<Request<Incoming>>>::Future,
-        MapOk<
-            compression::ResponseFuture<
-                <Marked as Service<Request<Incoming>>>::Future,
-                DefaultPredicate,
+        Pin<
+            Box<
+                MapOk<
+                    compression::ResponseFuture<
+                        <Marked as Service<Request<Incoming>>>::Future,
+                        DefaultPredicate,
+                    >,
+                    fn(Compressed) -> Response,
+                >,
             >,
-            fn(Compressed) -> Response,
         >,
     >;
 
@@ -75,7 +82,7 @@ impl Service<Request<Incoming>> for Layered {
         if req.headers().contains_key(header::ACCEPT_ENCODING) {
             let into_body: fn(Compressed) -> Response = into_body;
             let mut compressed: Compression<&mut Marked> = self.compression.layer(&mut self.marked);
-            Either::Right(compressed.call(req).map_ok(into_body))
+            Either::Right(Box::pin(compressed.call(req).map_ok(into_body)))
         } else {
             Either::Left(self.marked.call(req))
         }
