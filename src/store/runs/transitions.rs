@@ -5,8 +5,8 @@ use serde_json::json;
 
 use crate::clock::to_millis;
 use crate::domain::commands::{CompleteRun, ConfirmResumed, FailRun, SuspendRun};
-use crate::domain::decide::finish;
 use crate::domain::decide::transition::{self, Confirmation};
+use crate::domain::decide::{finish, Refusal};
 use crate::domain::run::{Run, RunState};
 use crate::domain::RunId;
 use crate::store::engine::tx::WriteTx;
@@ -14,6 +14,9 @@ use crate::store::engine::{Store, StoreResult};
 use crate::store::runs::fence::{latest_checkpoint, Outcome};
 use crate::store::runs::suspend_batch::SuspendItem;
 use crate::store::runs::transition_batch::{Transition, TransitionItem};
+
+/// A rule that ends a run: the state it moves to, or why not.
+type Rule = fn(&Run) -> Result<RunState, Refusal>;
 
 impl Store {
     /// Fenced: `running` → `suspended` with a new checkpoint (its sequence must be greater than
@@ -64,25 +67,9 @@ impl Store {
         cmd: &CompleteRun,
     ) -> StoreResult<Run> {
         cmd.validate()?;
-        let mut tx = self.write_tx().await?;
-        let result: StoreResult<_> = async {
-            let rec = self
-                .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
-                .await?;
-            let to = finish::complete(&rec.run)?;
-            let run = self
-                .finish_run(
-                    &mut tx,
-                    &rec,
-                    to,
-                    Some(cmd.fencing_token),
-                    Some(Outcome::Output(&cmd.output)),
-                )
-                .await?;
-            Ok(run)
-        }
-        .await;
-        tx.finish(self, result).await
+        let ending = (finish::complete as Rule, Outcome::Output(&cmd.output));
+        self.end_run(tenant, run_id, cmd.fencing_token, ending)
+            .await
     }
 
     /// Fenced: a non-terminal run → `failed` with the error; the lease is released.
@@ -93,22 +80,27 @@ impl Store {
         cmd: &FailRun,
     ) -> StoreResult<Run> {
         cmd.validate()?;
+        let ending = (finish::fail as Rule, Outcome::Error(&cmd.error));
+        self.end_run(tenant, run_id, cmd.fencing_token, ending)
+            .await
+    }
+
+    /// The run under `token`, ended as `rule` decides, with `outcome`.
+    async fn end_run(
+        &self,
+        tenant: Option<&str>,
+        run_id: &RunId,
+        token: i64,
+        (rule, outcome): (Rule, Outcome<'_>),
+    ) -> StoreResult<Run> {
         let mut tx = self.write_tx().await?;
         let result: StoreResult<_> = async {
             let rec = self
-                .fenced_run(&mut tx, tenant, run_id.as_str(), cmd.fencing_token)
+                .fenced_run(&mut tx, tenant, run_id.as_str(), token)
                 .await?;
-            let to = finish::fail(&rec.run)?;
-            let run = self
-                .finish_run(
-                    &mut tx,
-                    &rec,
-                    to,
-                    Some(cmd.fencing_token),
-                    Some(Outcome::Error(&cmd.error)),
-                )
-                .await?;
-            Ok(run)
+            let to = rule(&rec.run)?;
+            self.finish_run(&mut tx, &rec, to, Some(token), Some(outcome))
+                .await
         }
         .await;
         tx.finish(self, result).await
