@@ -9,13 +9,14 @@ use serde_json::json;
 use crate::clock::to_millis;
 use crate::domain::claim::{Claim, ClaimKind, ClaimSandbox, Lease};
 use crate::domain::decide::claim;
+use crate::domain::decide::transition::expected_hashes;
 use crate::domain::resource::ResourceState;
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::LeaseId;
 use crate::store::engine::dialect::DueRuns;
 use crate::store::engine::tx::WriteTx;
 use crate::store::engine::{rows, Store, StoreError, StoreResult};
-use crate::store::runs::fence::{expected_hashes, latest_checkpoint};
+use crate::store::runs::fence::latest_checkpoint;
 
 pub(in crate::store) const MAX_CLAIMS: u32 = 100;
 

@@ -6,8 +6,7 @@ use sqlx::AnyConnection;
 use sqlx::Row;
 
 use crate::clock::to_millis;
-use crate::domain::claim::ExpectedHashes;
-use crate::domain::decide::{finish, transition};
+use crate::domain::decide::finish;
 use crate::domain::interaction::Checkpoint;
 use crate::domain::run::{Run, RunState};
 use crate::metrics::Metrics;
@@ -22,11 +21,6 @@ use crate::store::engine::{Store, StoreError, StoreResult};
 pub(in crate::store) enum Outcome<'a> {
     Output(&'a Value),
     Error(&'a Value),
-}
-
-/// The hashes a runtime must confirm: the run's, plus its sandbox spec's when it has one.
-pub(in crate::store) fn expected_hashes(run: &Run) -> ExpectedHashes {
-    transition::expected_hashes(run)
 }
 
 pub(in crate::store) async fn latest_checkpoint(
@@ -217,44 +211,5 @@ impl Store {
         }
         tx.event(&session, kind, data);
         Ok(run)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::{RunId, SessionId};
-    use chrono::Utc;
-
-    fn resuming_run(spec: Option<Value>) -> Run {
-        Run {
-            id: RunId::new(),
-            session_id: SessionId::new(),
-            parent_run_id: None,
-            state: RunState::Resuming,
-            resolved_spec_hash: format!("sha256:{}", "a".repeat(64)),
-            sandbox_spec: spec,
-            input: json!({}),
-            output: None,
-            error: None,
-            revision: 1,
-            created_at: Utc::now(),
-            updated_at: Utc::now(),
-        }
-    }
-
-    #[test]
-    fn expected_hashes_come_from_the_run_and_its_spec() {
-        let plain = expected_hashes(&resuming_run(None));
-        assert_eq!(
-            plain.resolved_spec_hash,
-            format!("sha256:{}", "a".repeat(64))
-        );
-        assert_eq!((plain.spec_hash, plain.policy_hash), (None, None));
-        let with_spec = expected_hashes(&resuming_run(Some(
-            json!({"spec_hash": "sha256:s", "policy_hash": "sha256:p"}),
-        )));
-        assert_eq!(with_spec.spec_hash.as_deref(), Some("sha256:s"));
-        assert_eq!(with_spec.policy_hash.as_deref(), Some("sha256:p"));
     }
 }
