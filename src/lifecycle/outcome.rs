@@ -90,6 +90,7 @@ pub fn classify(e: &ProviderCallError) -> FailureClass {
         ProviderCallError::Terminal { .. } => FailureClass::Final,
         ProviderCallError::Recoverable { .. }
         | ProviderCallError::Uncertain { .. }
+        | ProviderCallError::InProgress { .. }
         | ProviderCallError::Unreachable(_)
         | ProviderCallError::Config(_) => FailureClass::Retry,
     }

@@ -13,9 +13,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::wire::{
-    AttachRequest, Capabilities, ExecRequest, ExecResponse, ProviderError, ProvisionRequest,
-    ReceiptInconsistency, ReleaseRequest, RestoreRequest, SandboxHandle, SandboxInfo,
-    SandboxReleaseReceipt, FENCING_TOKEN_HEADER, REQUEST_ID_HEADER,
+    AttachRequest, Capabilities, ExecRequest, ExecResponse, OperationPending, ProviderError,
+    ProvisionRequest, ReceiptInconsistency, ReleaseRequest, RestoreRequest, SandboxHandle,
+    SandboxInfo, SandboxReleaseReceipt, FENCING_TOKEN_HEADER, REQUEST_ID_HEADER,
 };
 use crate::domain::sandbox::ProviderError as StoredError;
 
@@ -111,6 +111,13 @@ pub enum ProviderCallError {
         kind: UncertainKind,
         message: String,
     },
+    /// The provider runs the operation under its key and has not finished (`202`): ask again
+    /// with the same key after `retry_after`. Not a failure.
+    #[error("the provider's {operation} is still in progress; ask again in {retry_after:?}")]
+    InProgress {
+        operation: String,
+        retry_after: Duration,
+    },
     /// No connection could be made, so nothing was sent.
     #[error("provider unreachable: {0}")]
     Unreachable(String),
@@ -140,6 +147,18 @@ impl ProviderCallError {
                 .into(),
                 category: StoredError::UNCERTAIN.into(),
                 message: message.clone(),
+                retryable: true,
+            },
+            ProviderCallError::InProgress {
+                operation,
+                retry_after,
+            } => StoredError {
+                code: super::codes::OPERATION_IN_PROGRESS.into(),
+                category: "in_progress".into(),
+                message: format!(
+                    "the {operation} is still in progress; asked again in {} ms",
+                    retry_after.as_millis()
+                ),
                 retryable: true,
             },
             ProviderCallError::Unreachable(message) => StoredError {
@@ -415,6 +434,9 @@ impl ProviderClient {
         let mut resp = rb.send().await.map_err(classify_send_error)?;
         let status = resp.status();
         let bytes = read_capped(&mut resp, self.config.max_response_bytes).await?;
+        if status == reqwest::StatusCode::ACCEPTED {
+            return Err(in_progress(&bytes));
+        }
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(|e| {
                 ProviderCallError::uncertain(
@@ -424,6 +446,19 @@ impl ProviderClient {
             });
         }
         Err(classify_error_status(status, &resp, &bytes))
+    }
+}
+
+/// A `202`: the operation runs on; a body of another shape still means "ask again".
+fn in_progress(body: &[u8]) -> ProviderCallError {
+    const DEFAULT_RETRY_MS: u64 = 1000;
+    let (operation, ms) = match serde_json::from_slice::<OperationPending>(body) {
+        Ok(p) => (p.operation, p.retry_after_ms),
+        Err(_) => ("operation".to_string(), DEFAULT_RETRY_MS),
+    };
+    ProviderCallError::InProgress {
+        operation,
+        retry_after: Duration::from_millis(ms.clamp(100, 60_000)),
     }
 }
 

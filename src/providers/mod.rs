@@ -5,4 +5,4 @@ pub mod client;
 pub mod conformance;
 mod map;
 
-pub use sagents_plugin_api::{grant, spec as wire_spec, wire};
+pub use sagents_plugin_api::{codes, grant, spec as wire_spec, wire};

@@ -3,6 +3,7 @@
 //! client checks) and the grants that let a runtime act in one sandbox generation (`grant`).
 //! A provider implementation depends on this crate alone.
 
+pub mod codes;
 pub mod grant;
 pub mod spec;
 pub mod wire;

@@ -302,6 +302,18 @@ pub struct CheckpointDeleteReceipt {
     pub deleted: bool,
 }
 
+/// `202 Accepted` to a release or restore still running under its idempotency key: the
+/// caller asks again with the same key after `retry_after_ms`; this is not a failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OperationPending {
+    /// `operation.in_progress`.
+    pub code: String,
+    /// `release` or `restore`.
+    pub operation: String,
+    pub idempotency_key: String,
+    pub retry_after_ms: u64,
+}
+
 /// Every provider error body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ProviderError {

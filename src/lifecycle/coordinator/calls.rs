@@ -24,6 +24,7 @@ pub(super) fn call_status<T>(result: &Result<T, ProviderCallError>) -> String {
             | ProviderCallError::Refused { status, .. },
         ) => status.to_string(),
         Err(ProviderCallError::Uncertain { .. }) => "uncertain".into(),
+        Err(ProviderCallError::InProgress { .. }) => "in_progress".into(),
         Err(ProviderCallError::Unreachable(_)) => "unreachable".into(),
         Err(ProviderCallError::Config(_)) => "error".into(),
     }
