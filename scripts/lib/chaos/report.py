@@ -40,7 +40,12 @@ def report(ctx, found, timing, path):
         "stuck_runs": len(found["stuck"]),
         "stale_writes_accepted": len(stats.stale_accepted),
         "5xx_outside_kills": c["5xx_outside_kills"],
+        "snapshots_lost_without_provider_word": len(found["snapshots_lost"]),
+        "unexplained_failures_after_approval": len(found["unexplained_failures"]),
+        "parents_released_before_children": len(found["children_late"]),
     }
+    worst, over = ctx.meter.worst() if ctx.meter is not None else (0, [])
+    figures["max_writes_per_resuming_run_in_outage"] = worst
     err("")
     err(f"chaos: seed {ctx.seed}; run {timing['run']:.0f}s, settle {timing['settle']:.0f}s "
         f"(records {timing['settle_wait']:.0f}s, leaks {timing['leak_wait']:.0f}s), total {timing['total']:.0f}s")
@@ -69,6 +74,7 @@ def report(ctx, found, timing, path):
     for e in found["run_outcomes"]:
         err(f"    {e['state']:<12} {e['code'] or '-':<36} {e['n']}")
     err(f"  approved (2xx) but failed on resume, by error code: {dict(found['approved_then_failed'])}")
+    odd(ctx, found, c)
     err("  counters: " + ", ".join(f"{k}={v}" for k, v in sorted(c.items())))
     show("slowest approve_to_resume (ms, run, variant, flags)", slowest)
     show("lost interactions", found["lost"])
@@ -79,6 +85,11 @@ def report(ctx, found, timing, path):
     show("stale writes accepted", stats.stale_accepted)
     show("5xx outside kills", stats.five_xx)
     show("records not settled", found["unsettled_records"])
+    show("snapshots lost without the provider's word (run, sandbox, cause, message, proxy, provider now)",
+         found["snapshots_lost"])
+    show("failures after approval without the provider's word (run, code, why)", found["unexplained_failures"])
+    show("parents released before their children (parent, child, why)", found["children_late"])
+    show("outages whose busiest resuming run wrote above the bound (run, writes, bound, seconds)", over)
     show("sandboxes the provider forgot (sandbox, run, run state, error code)", found["forgotten"])
     if ctx.outside:
         show("sandboxes created outside any record (sandbox, owner)", ctx.outside)
@@ -90,10 +101,16 @@ def report(ctx, found, timing, path):
                    "failed_provider_calls": {f"{k[0]} / {k[1]}": v for k, v in calls.items()},
                    "found": {k: v for k, v in found.items()}, "forgotten": ctx.forgotten,
                    "outside": ctx.outside, "stale_accepted": stats.stale_accepted,
+                   "behaviours": ctx.behaviours, "skipped": ctx.skipped,
+                   "outages": ctx.meter.outages if ctx.meter is not None else [],
+                   "proxy": {"counts": dict(ctx.proxy.counts), "lied_about": ctx.proxy.lied_about}
+                   if ctx.proxy is not None else None,
                    "five_xx": [(m, p, r, s, b.decode("utf-8", "replace")) for m, p, r, s, b in stats.five_xx]},
                   f, indent=1, default=str)
     print(summary, flush=True)
-    bad = [k for k, v in figures.items() if k != "cycles" and v]
+    bad = [k for k, v in figures.items() if k not in ("cycles", "max_writes_per_resuming_run_in_outage") and v]
+    if over:
+        bad.append("a resuming run wrote its record more often than the outage bound allows")
     if p99 > limit:
         bad.append(f"approve_to_resume_p99 above {limit} ms")
     if found["cycles"] < ctx.a.cycles:
@@ -104,3 +121,27 @@ def report(ctx, found, timing, path):
         err("chaos: FAILED: " + "; ".join(bad))
         return 1
     return 0
+
+
+def odd(ctx, found, c):
+    """What the odd providers did and what came of it."""
+    on = ", ".join(k for k, v in ctx.behaviours.items() if v) or "none"
+    err(f"  odd providers on: {on}")
+    for name, why in ctx.skipped.items():
+        err(f"    {name} {'forced on' if ctx.behaviours.get(name) else 'off'}: the provider refuses its fault point ({why})")
+    if ctx.proxy is not None:
+        lies = sum(v for k, v in ctx.proxy.counts.items() if k.startswith("html_"))
+        err(f"  proxy: {ctx.proxy.counts['passed']} calls passed, {lies} answered with an HTML page, "
+            f"{ctx.proxy.counts['upstream_cut']} cut with the provider; {len(ctx.proxy.lied_about)} sandboxes lied about")
+        for k, v in sorted(ctx.proxy.counts.items(), key=lambda x: -x[1]):
+            if k.startswith("html_"):
+                err(f"    {k:<56} {v}")
+    if ctx.meter is not None:
+        for o in ctx.meter.outages:
+            top = o.get("top") or []
+            err(f"  outage {o['seconds']} s: {o.get('resuming_runs', 0)} resuming runs, bound {o.get('bound')} writes, "
+                f"most writes {top[0][0] if top else 0} ({top[0][1] if top else '-'})")
+    err(f"  child runs: {c['child_runs']} created, refused: "
+        f"{ {k: v for k, v in c.items() if k.startswith('child_runs_refused')} }")
+    err(f"  snapshots lost: {found['snapshots_lost_explained']} on the provider's word, "
+        f"{len(found['snapshots_lost'])} without")
