@@ -114,6 +114,9 @@ class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def handle_error(self, request, client_address):
+        """A client that cut its connection (a replica killed, a call timed out) is no error."""
+
 
 class LyingProxy:
     def __init__(self, upstream_port):
