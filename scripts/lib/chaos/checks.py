@@ -6,13 +6,15 @@ import json
 import time
 from collections import Counter
 
+from promises import Promises
+
 TERMINAL = ("completed", "failed", "cancelled")
 RUNNING_AT_PROVIDER = ("ready", "suspended", "provisioning")
 
 
 def q_runs(tenant):
     return ("SELECT coalesce(json_agg(json_build_object('id', r.id, 'state', r.state, 'error', r.error, "
-            "'session_id', r.session_id)), '[]') FROM runs r JOIN sessions s ON s.id = r.session_id "
+            "'session_id', r.session_id, 'created_at', r.created_at)), '[]') FROM runs r JOIN sessions s ON s.id = r.session_id "
             f"WHERE s.tenant_id = '{tenant}'")
 
 
@@ -196,6 +198,13 @@ def check(ctx, previous=None):
         code(runs[t.run_id]) for t in stats.tracks.values()
         if (t.reply_at is not None or t.reply_unacked) and t.reply_decision == "approve"
         and runs.get(t.run_id, {}).get("state") == "failed")
+    prom = Promises(ctx, runs, recs, lambda sid: provider_get(ctx.provider, f"/v3/sandboxes/{sid}"))
+    explained, found["snapshots_lost"] = prom.lost_snapshots(code)
+    found["snapshots_lost_explained"] = len(explained)
+    approved = [t for t in stats.tracks.values()
+                if (t.reply_at is not None or t.reply_unacked) and t.reply_decision == "approve"]
+    found["unexplained_failures"] = prom.failures_after_approval(approved, code, explained)
+    found["children_late"] = prom.children_held_parents(list(stats.tracks.values()))
     found["forgotten"] = [(sid, rid, runs.get(rid, {}).get("state"), code(runs.get(rid))) for sid, rid in ctx.forgotten]
     found["unsettled_records"] = [(rid, r["state"], r["error"]) for rid, r in recs.items()
                                   if rid in runs and (r["state"] not in ("released", "needs_attention")
@@ -203,7 +212,7 @@ def check(ctx, previous=None):
     found["resource_events"] = pg.psql_json(Q_RESOURCE_EVENTS)
     found["run_outcomes"] = pg.psql_json(Q_OUTCOMES)
     found["items"] = len(items)
-    ours = [runs.get(t.run_id) for t in stats.tracks.values()]
+    ours = [runs.get(t.run_id) for t in stats.tracks.values() if t.variant != "child"]
     found["cycles"] = sum(1 for r in ours if r is not None and r["state"] in TERMINAL)
     found["cycle_outcomes"] = Counter(r["state"] for r in ours if r is not None)
     found["live_at_provider"] = Counter(i["state"] for i in items)

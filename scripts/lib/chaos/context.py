@@ -32,6 +32,12 @@ class Context:
         self.failure = None
         self.jobs = None
         self.deadline_hit = False
+        self.children = False
+        self.proxy = None
+        self.meter = None
+        self.behaviours = {}
+        self.skipped = {}
+        self.base_url = provider.url
 
     def next_cycle(self):
         with self.lock:
@@ -56,6 +62,7 @@ class Context:
         t = Track(inp.get("cycle"), inp.get("variant", "snap"), inp.get("flags", {}))
         t.run_id = run["id"]
         t.session_id = run.get("session_id")
+        t.parent_run_id = inp.get("parent_run_id")
         self.stats.track(t)
         return t
 
@@ -66,7 +73,7 @@ class Context:
         self.stop.hard.set()
 
     def register_provider(self):
-        body = {"provider_id": "local", "base_url": self.provider.url, "token": self.provider.token}
+        body = {"provider_id": "local", "base_url": self.base_url, "token": self.provider.token}
         r = self.svc.request("POST", "/v1/admin/providers", self.tokens["admin"], body, budget=30)
         if not r.ok():
             raise RuntimeError(f"registering the provider failed: {r.status} {r.body[:300]!r}")

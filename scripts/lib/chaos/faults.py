@@ -12,65 +12,85 @@ import uuid
 from humans import POLICY_HASH, SPEC_HASH
 from procs import StartError, kill_group_of_state
 
-PHASES = [
-    ("snapshot_recoverable", "snapshot=fail:p=0.3"),
-    ("drop", "release=drop:p=0.15;provision=drop:p=0.05;restore=drop:p=0.08;attach=drop:p=0.1;inspect=drop:p=0.1"),
-    ("terminal", "release=terminal:p=0.05;release=forget:p=0.03;snapshot=fail:p=0.08;resume=fail:p=0.5"),
-    ("refused", "release=refused:p=0.2;restore=refused:p=0.03;attach=refused:p=0.05"),
-    ("unconfirmed", "release=unconfirmed:p=0.25"),
-    ("delay", "release=delay_ms=400:p=0.3;restore=delay_ms=300:p=0.3;provision=delay_ms=250:p=0.3;"
-              "attach=delay_ms=200:p=0.3;inspect=delay_ms=200:p=0.3"),
-    ("recoverable", "release=recoverable:p=0.15;restore=recoverable:p=0.1;provision=recoverable:p=0.05;"
-                    "attach=recoverable:p=0.1;inspect=recoverable:p=0.1"),
-]
 BACKGROUND = ("snapshot=fail:p=0.03;release=drop:p=0.02;release=unconfirmed:p=0.02;release=refused:p=0.02;"
               "release=delay_ms=150:p=0.1;restore=delay_ms=150:p=0.1")
 
 
 class ProviderChaos(threading.Thread):
-    def __init__(self, ctx, phase_seconds, forget_every, extra_spec):
+    """Provider phases (`odd.phases`): each restarts the provider with its rules; a phase may
+    make the proxy lie, or keep the provider down (the proxy refusing too) while the record
+    writes of resuming runs are measured."""
+
+    def __init__(self, ctx, phases, phase_seconds, forget_every, extra_spec, proxy=None, meter=None):
         super().__init__(name="provider-chaos", daemon=True)
         self.ctx = ctx
         self.p = ctx.provider
+        self.phases = phases
         self.phase_seconds = phase_seconds
         self.forget_every = forget_every
         self.extra = extra_spec
+        self.proxy = proxy
+        self.meter = meter
         self.rng = random.Random(f"{ctx.seed}-provider")
         self.done = threading.Event()
         self.phase_log = []
+        self.current = None
 
-    def spec(self, i):
-        name, spec = PHASES[i % len(PHASES)]
-        parts = [spec, BACKGROUND] + ([self.extra] if self.extra else [])
-        return name, ";".join(parts)
+    def spec(self, phase):
+        parts = [phase.spec, BACKGROUND] + ([self.extra] if self.extra else [])
+        return ";".join(p for p in parts if p)
+
+    def length(self, phase):
+        return (phase.seconds or self.phase_seconds) * (0.7 + 0.6 * self.rng.random())
 
     def run(self):
         i = 0
-        name, spec = self.spec(i)
-        self.enter(name)
-        while not self.done.wait(self.phase_seconds * (0.7 + 0.6 * self.rng.random())):
+        self.enter(self.phases[0])
+        while not self.done.wait(self.length(self.current)):
             i += 1
-            name, spec = self.spec(i)
-            self.p.kill()
-            self.ctx.stats.inc("provider_kills")
+            phase = self.phases[i % len(self.phases)]
+            was_down = self.current.down
+            self.leave()
+            if phase.down and self.proxy is not None:
+                self.proxy.refuse()
+            if not was_down:
+                self.p.kill()
+                self.ctx.stats.inc("provider_kills")
             if self.forget_every and i % self.forget_every == 0:
                 self.forget()
-            try:
-                self.p.start(spec)
-            except StartError as e:
-                self.ctx.fail(f"the provider did not come back: {e}")
-                return
-            self.enter(name)
-            if i % 5 == 2:
+            if phase.down:
+                self.ctx.stats.inc("provider_outages")
+                if self.meter is not None:
+                    self.meter.begin()
+            else:
+                try:
+                    self.p.start(self.spec(phase))
+                except StartError as e:
+                    self.ctx.fail(f"the provider did not come back: {e}")
+                    return
+                if was_down and self.proxy is not None:
+                    self.proxy.accept()
+            self.enter(phase)
+            if i % 5 == 2 and not phase.down:
                 self.ctx.outside_sandbox()
 
-    def enter(self, name):
-        self.phase_log.append((time.monotonic(), name))
-        self.ctx.stats.inc(f"provider_phase_{name}")
-        self.ctx.stats.note("provider_phase", name=name, spec=self.p.spec)
+    def enter(self, phase):
+        self.current = phase
+        if self.proxy is not None and phase.proxy:
+            self.proxy.lie(phase.proxy)
+        self.phase_log.append((time.monotonic(), phase.name))
+        self.ctx.stats.inc(f"provider_phase_{phase.name}")
+        self.ctx.stats.note("provider_phase", name=phase.name, spec=self.spec(phase), down=phase.down,
+                            proxy=phase.proxy)
+
+    def leave(self):
+        if self.proxy is not None:
+            self.proxy.lie(None)
+        if self.current is not None and self.current.down and self.meter is not None:
+            self.meter.end()
 
     def first_spec(self):
-        return self.spec(0)[1]
+        return self.spec(self.phases[0])
 
     def forget(self):
         """While the provider is down: a live sandbox of an unfinished run loses its state file
@@ -98,8 +118,11 @@ class ProviderChaos(threading.Thread):
         self.ctx.stats.note("forget", sandbox_id=rec["ref"]["sandbox_id"], run_id=owner)
 
     def stop(self):
+        """Ends the phases: no lie, an outage measured up to now; the caller restarts the
+        provider (and lets the proxy accept again)."""
         self.done.set()
         self.join(timeout=20)
+        self.leave()
 
 
 def create_outside_sandbox(provider, seed, n, tenant):

@@ -38,6 +38,8 @@ def choose_flags(rng):
         flags["stale"] = "complete"
     if rng.random() < 0.05:
         flags["double"] = True
+    if rng.random() < 0.08:
+        flags["child"] = True
     return flags
 
 
@@ -137,6 +139,8 @@ class Human(threading.Thread):
         self.stats.track(t)
         self.stats.inc("cycles_started")
         self.stats.inc(f"variant_{variant}")
+        if flags.get("child") and ctx.children and variant in ("snap", "term", "deny"):
+            self.sub_agent(sid, t, title)
         deadline = time.monotonic() + ctx.cycle_timeout
         interaction = self.wait_for(sid, t, deadline, lambda snap: snap["pending_interactions"])
         if interaction is not None:
@@ -151,6 +155,34 @@ class Human(threading.Thread):
             self.stats.inc("cycles_timed_out")
         t.done_at = time.monotonic()
         self.stats.inc("cycles_finished")
+
+    def sub_agent(self, sid, parent, title):
+        """A child session with a child run naming the parent run: its sandbox must hold the
+        parent's release until it is released itself. A refusal is counted, the cycle goes on."""
+        ctx = self.ctx
+        child_title = f"{title}-child"
+        r = self.svc.request("POST", "/v1/sessions", self.token,
+                             {"title": child_title, "parent_session_id": sid, "metadata": {"parent_run": parent.run_id}},
+                             readback=lambda: self.find_session(child_title), budget=60)
+        session = r[1] if isinstance(r, tuple) else self.expect(r, 201, "create child session")
+        csid = session["id"]
+        body = {"resolved_spec_hash": H, "sandbox_spec": sandbox_spec("term", parent.cycle, ctx.seed),
+                "parent_run_id": parent.run_id,
+                "input": {"cycle": parent.cycle, "variant": "child", "flags": {}, "parent_run_id": parent.run_id}}
+        r = self.svc.request("POST", f"/v1/sessions/{csid}/runs", ctx.tokens["runtime"], body,
+                             readback=lambda: self.run_in_snapshot(csid), budget=60)
+        if not isinstance(r, tuple) and r.status != 201:
+            self.stats.inc(f"child_runs_refused_{r.status}")
+            self.stats.note("child_run_refused", parent=parent.run_id, status=r.status,
+                            body=r.body[:300].decode("utf-8", "replace"))
+            return
+        run = r[1] if isinstance(r, tuple) else r.json()
+        child = Track(parent.cycle, "child", {})
+        child.run_id = run["id"]
+        child.session_id = csid
+        child.parent_run_id = parent.run_id
+        self.stats.track(child)
+        self.stats.inc("child_runs")
 
     def expect(self, r, status, what):
         if r.status != status:

@@ -20,7 +20,10 @@ from checks import check, settle  # noqa: E402
 from client import Service  # noqa: E402
 from context import Context  # noqa: E402
 from faults import ProviderChaos, ReplicaKiller  # noqa: E402
+from odd import behaviours, phases  # noqa: E402
+from outage import OutageMeter  # noqa: E402
 from humans import Human  # noqa: E402
+from proxy import LyingProxy  # noqa: E402
 from procs import Postgres, Provider, Replica, StartError, kill_sandbox_processes, tail  # noqa: E402
 from report import report  # noqa: E402
 from runtimes import JobFinisher, Runtime  # noqa: E402
@@ -43,12 +46,34 @@ def parse(argv):
     ap.add_argument("--p99-limit-ms", type=int, default=2000,
                     help="fail when approve_to_resume p99 is above this (default 2000)")
     ap.add_argument("--extra-faults", default="", help="provider fault rules added to every phase")
+    on_off = argparse.BooleanOptionalAction
+    ap.add_argument("--odd-providers", action=on_off, default=True,
+                    help="the odd-provider behaviours below that are not named (default on)")
+    ap.add_argument("--proxy", action=on_off, default=None, help="a proxy that answers HTML 404/502 pages in its phases")
+    ap.add_argument("--provider-down", action=on_off, default=None, help="the provider stopped for --outage-seconds")
+    ap.add_argument("--slow-snapshots", action=on_off, default=None,
+                    help="snapshots slower than the release timeout (needs a provider with snapshot=delay_ms)")
+    ap.add_argument("--state-save-fail", action=on_off, default=None,
+                    help="the provider's state save fails (needs a provider with the state_save point)")
+    ap.add_argument("--child-sessions", action=on_off, default=None, help="sub-agents in child sessions")
+    ap.add_argument("--outage-seconds", type=float, default=None, help="provider outage length (10 short, 30)")
+    ap.add_argument("--proxy-lie-seconds", type=float, default=3.0, help="mean length of a proxy lie phase")
+    ap.add_argument("--release-timeout", type=int, default=3,
+                    help="the replicas' provider release timeout with slow snapshots (seconds)")
+    ap.add_argument("--outage-write-budget", type=int, default=30,
+                    help="record writes a resuming run may make in any outage, on top of the rate below")
+    ap.add_argument("--outage-writes-per-minute", type=int, default=60,
+                    help="record writes per minute of outage a resuming run may make")
     a = ap.parse_args(argv)
     a.cycles = a.cycles or (300 if a.short else 10000)
     a.seed = a.seed if a.seed is not None else random.randrange(1 << 31)
     a.concurrency = a.concurrency or (24 if a.short else 32)
     a.phase_seconds = a.phase_seconds or (8.0 if a.short else 15.0)
     a.deadline = a.deadline or (175.0 if a.short else 600.0 + a.cycles * 0.6)
+    a.outage_seconds = a.outage_seconds or (10.0 if a.short else 30.0)
+    for name in ("proxy", "provider_down", "slow_snapshots", "state_save_fail", "child_sessions"):
+        if getattr(a, name) is None and not a.odd_providers:
+            setattr(a, name, False)
     return a
 
 
@@ -93,12 +118,18 @@ def main(argv):
     provider = Provider(work, a.bin_dir, secrets.token_hex(18), public_key)
     replicas = []
     ctx = None
+    proxy = None
     code = 2
     log(f"seed {a.seed}, {a.cycles} cycles, {a.replicas} replicas, concurrency {a.concurrency}, work dir {work}")
     try:
+        on, skipped = behaviours(a, provider.bin)
+        log("odd providers: " + ", ".join(f"{k}={'on' if v else 'off'}" for k, v in on.items())
+            + "".join(f"; {k}: the provider refuses it ({why})" for k, why in skipped.items()))
         pg.start()
         env = dict(os.environ, SAGENTS_DATABASE_URL=pg.url, SAGENTS_GRANT_SIGNING_KEY=signing_key,
                    RUST_LOG=os.environ.get("CHAOS_SERVICE_LOG", "info"))
+        if on["slow_snapshots"]:
+            env["SAGENTS_PROVIDER_RELEASE_TIMEOUT_SECONDS"] = str(a.release_timeout)
         tenant = "chaos"
         r = subprocess.run([str(a.bin_dir / "sagents"), "migrate"], env=env, capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
@@ -112,13 +143,23 @@ def main(argv):
         replicas = [Replica(i, work, a.bin_dir, env, args) for i in range(a.replicas)]
         svc = Service(replicas, stats, stop)
         ctx = Context(a, svc, stats, stop, tokens, tenant, pg, provider, replicas)
-        pchaos = ProviderChaos(ctx, a.phase_seconds, 3, a.extra_faults)
+        ctx.behaviours, ctx.skipped, ctx.children = on, skipped, on["child_sessions"]
+        if on["proxy"]:
+            proxy = ctx.proxy = LyingProxy(provider.port)
+            proxy.start()
+            ctx.base_url = proxy.url
+        if on["provider_down"]:
+            ctx.meter = OutageMeter(pg, a.outage_write_budget, a.outage_writes_per_minute)
+        plan = phases(a, on, random.Random(f"{a.seed}-phases"))
+        pchaos = ProviderChaos(ctx, plan, a.phase_seconds, 3, a.extra_faults, proxy, ctx.meter)
         provider.start(pchaos.first_spec())
         for r in replicas:
             r.start()
         ctx.register_provider()
         ctx.outside_sandbox()
-        log(f"started in {time.monotonic() - t_start:.1f}s: PostgreSQL on {pg.port}, provider on {provider.port}, "
+        log(f"phases: {', '.join(p.name for p in plan)}")
+        log(f"started in {time.monotonic() - t_start:.1f}s: PostgreSQL on {pg.port}, provider on {provider.port}"
+            f"{f' behind the proxy on {proxy.port}' if proxy else ''}, "
             f"replicas on {', '.join(str(r.port) for r in replicas)}")
 
         ctx.watchdog(t_start + a.deadline - 20)
@@ -143,6 +184,8 @@ def main(argv):
                 r.start()
         provider.stop()
         provider.start("")
+        if proxy is not None:
+            proxy.accept()
         t_settle = time.monotonic()
         ctx.progress_until(lambda: all(not h.is_alive() for h in humans), t_settle + (25 if a.short else 120))
         wait_secs, leak_secs, items = settle(ctx, 25 if a.short else 120, 10 if a.short else 60)
@@ -178,6 +221,8 @@ def main(argv):
                 m.stop()
             except Exception:
                 pass
+        if proxy is not None:
+            proxy.stop()
         kill_sandbox_processes(provider.root)
         pg.stop()
         if a.keep:

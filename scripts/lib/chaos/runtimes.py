@@ -151,7 +151,9 @@ class Runtime(threading.Thread):
             self.stats.resume_claimed(t, now)
         flags = run["input"].get("flags", {})
         self.hb.hold(lid, token)
-        if not c.get("checkpoint"):
+        if t.variant == "child":
+            self.sub_agent(t, rid, token)
+        elif not c.get("checkpoint"):
             self.before_pause(c, t, rid, token, lid, flags)
         else:
             self.after_pause(c, t, rid, token, lid, flags)
@@ -176,6 +178,17 @@ class Runtime(threading.Thread):
         if outcome in ("ok", "landed"):
             with self.stats.lock:
                 t.suspend_ok += 1
+
+    def sub_agent(self, t, rid, token):
+        """A sub-agent works a while (its parent meanwhile suspends), then completes."""
+        time.sleep(0.5 + self.rng.random() * 2.0)
+        if self.hb.lost:
+            return
+        outcome, _ = self.write(rid, "complete", {"fencing_token": token, "output": {"sub_agent": True}},
+                                lambda rb: rb["run"]["state"] == "completed")
+        if outcome in ("ok", "landed"):
+            t.completed = True
+            t.done_at = time.monotonic()
 
     def suspend_body(self, t, rid, token, flags):
         reason = "policy_hold" if t.variant == "detach" else "approval_required"

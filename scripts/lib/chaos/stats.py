@@ -47,6 +47,7 @@ class Track:
         self.sandbox_id = None
         self.exec_checked = None
         self.notes = []
+        self.parent_run_id = None
         self.created_at = time.monotonic()
         self.done_at = None
 
