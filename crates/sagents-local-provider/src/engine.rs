@@ -16,9 +16,10 @@ use super::clock::Clock;
 use super::doors::ExecSlots;
 use super::error::ApiError;
 use super::exec::{self, ExecPlan, Place};
-use super::faults::FaultPlan;
+use super::faults::{FaultPlan, FaultPoint};
 use super::isolation::Sandboxer;
 use super::locks::NamedLocks;
+use super::operations::{Operations, ReleaseOutcome, RestoreOutcome};
 use super::paths;
 use super::process::{self, Limits};
 use super::state::{Layout, SandboxRecord};
@@ -54,6 +55,8 @@ pub struct EngineConfig {
     pub cgroups: Cgroups,
     /// The bounds of a sandbox whose spec says nothing.
     pub defaults: Defaults,
+    /// How long a release or restore call waits for its operation before answering `202`.
+    pub operation_wait: Duration,
 }
 
 #[cfg(test)]
@@ -71,6 +74,7 @@ impl EngineConfig {
             unauthenticated: false,
             cgroups: Cgroups::detect(root),
             defaults: Defaults::default(),
+            operation_wait: crate::DEFAULT_OPERATION_WAIT,
         }
     }
 }
@@ -92,6 +96,9 @@ pub struct Engine {
     /// Creations by idempotency key, checkpoints by id, active workspaces by folder.
     pub(super) locks: NamedLocks,
     exec_slots: ExecSlots,
+    /// Releases by `(sandbox_id, idempotency_key)` and restores by key, while they run.
+    pub(super) release_ops: Operations<ReleaseOutcome>,
+    pub(super) restore_ops: Operations<RestoreOutcome>,
     /// The host uid each sandbox with compute runs as.
     pub(super) uids: std::sync::Mutex<HashMap<String, u32>>,
 }
@@ -193,10 +200,13 @@ impl Engine {
         &self.faults
     }
 
-    /// Loads every persisted sandbox (a terminated one only by id) and reports honestly what survived: a sandbox whose
-    /// processes are gone is `lost`; one paused by an interrupted snapshot is resumed; what an
-    /// interrupted provision or restore left behind is removed (its intent stays, so a retry
-    /// of its key creates the same sandbox id).
+    /// Loads every persisted sandbox (a terminated one only by id) and reports honestly what
+    /// survived: a sandbox whose processes are gone is `lost`; one paused by an interrupted
+    /// release with no receipt is thawed back to `ready` (the retry of its key archives it
+    /// again), one whose receipt names a checkpoint but whose kill failed stays frozen for
+    /// the retry to kill; what an interrupted provision or restore left behind is removed
+    /// (its intent stays, so a retry of its key creates the same sandbox id), and so is an
+    /// archive left half-written.
     pub fn load(cfg: EngineConfig, layout: Layout, faults: FaultPlan) -> std::io::Result<Self> {
         settle_intents(&layout)?;
         let mut map = BTreeMap::new();
@@ -212,7 +222,7 @@ impl Engine {
                     live.insert(id.clone());
                 }
             }
-            if rec.state == SandboxState::Suspended {
+            if rec.state == SandboxState::Suspended && !rec.awaits_kill() {
                 let cg = cfg.cgroups.sandbox(&id);
                 let thawed = !cg.exists() || cg.thaw().is_ok();
                 let resumed = thawed && rec.leader.is_some_and(|l| l.resume().is_ok());
@@ -237,6 +247,7 @@ impl Engine {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         }
+        layout.remove_partial_archives()?;
         cfg.cgroups.clean_stale(&live);
         Ok(Engine {
             exec_slots: ExecSlots::new(cfg.max_execs_per_sandbox),
@@ -245,6 +256,8 @@ impl Engine {
             faults,
             sandboxes: RwLock::new(map),
             locks: NamedLocks::default(),
+            release_ops: Operations::default(),
+            restore_ops: Operations::default(),
             uids: std::sync::Mutex::new(uids),
         })
     }
@@ -348,6 +361,12 @@ impl Engine {
     pub(super) fn save(&self, rec: &SandboxRecord) -> Result<(), ApiError> {
         if rec.forgotten {
             return Err(ApiError::not_found("sandbox", &rec.r#ref.sandbox_id));
+        }
+        if self.faults.step_fails(FaultPoint::StateSave) {
+            return Err(internal(
+                "saving the sandbox state",
+                "no space left on device (injected fault)",
+            ));
         }
         self.layout
             .save_sandbox(rec)
