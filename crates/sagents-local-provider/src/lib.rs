@@ -26,6 +26,7 @@ pub mod edge;
 mod engine;
 mod error;
 pub mod exec;
+mod exec_call;
 pub mod faults;
 mod forget;
 mod inventory;
