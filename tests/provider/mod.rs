@@ -16,7 +16,9 @@ mod inventory;
 mod isolation;
 mod lifecycle;
 mod limits;
+mod operations;
 mod registry;
+mod release_steps;
 mod restart;
 
 use sagents::providers::client::{CallOptions, ProviderCallError, ProviderClient};

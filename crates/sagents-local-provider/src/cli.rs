@@ -85,6 +85,11 @@ pub struct ServeArgs {
     /// Commands one sandbox may run at once; past that, exec answers 429 `exec.too_many`.
     #[arg(long, env = "SAGENTS_PROVIDER_MAX_EXECS_PER_SANDBOX", default_value_t = super::DEFAULT_MAX_EXECS_PER_SANDBOX, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_execs_per_sandbox: usize,
+    /// How many seconds a release or restore call waits for its operation before answering
+    /// `202 Accepted` with `Retry-After` (the operation runs on); keep it well under the
+    /// service's provider call timeout.
+    #[arg(long, env = "SAGENTS_PROVIDER_OPERATION_WAIT_SECONDS", default_value_t = super::DEFAULT_OPERATION_WAIT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub operation_wait_seconds: u64,
     /// Secret shared with the service to sign grants [default: generated, kept in ROOT].
     /// Prefer `--grant-secret-file` or the variable.
     #[arg(long, env = "SAGENTS_PROVIDER_GRANT_SECRET", hide_env_values = true)]
@@ -212,6 +217,7 @@ impl ServeArgs {
             header_read_timeout: std::time::Duration::from_secs(self.header_read_timeout_seconds),
             max_connections: self.max_connections,
             max_execs_per_sandbox: self.max_execs_per_sandbox,
+            operation_wait: std::time::Duration::from_secs(self.operation_wait_seconds),
             grant_secret,
             grant_public_key,
             clock: super::Clock::system(),
@@ -277,6 +283,7 @@ mod tests {
             cfg.max_execs_per_sandbox,
             crate::DEFAULT_MAX_EXECS_PER_SANDBOX
         );
+        assert_eq!(cfg.operation_wait, crate::DEFAULT_OPERATION_WAIT);
         let cfg = parse(&[
             "--insecure-no-auth",
             "--allow-host-network",
@@ -288,13 +295,17 @@ mod tests {
             "3",
             "--max-execs-per-sandbox",
             "4",
+            "--operation-wait-seconds",
+            "7",
         ])
         .unwrap();
+        assert_eq!(cfg.operation_wait, std::time::Duration::from_secs(7));
         assert!(cfg.insecure_no_auth && cfg.allow_host_network);
         assert_eq!(cfg.provider_id, "edge-1");
         assert_eq!(cfg.header_read_timeout, std::time::Duration::from_secs(5));
         assert_eq!((cfg.max_connections, cfg.max_execs_per_sandbox), (3, 4));
         for zero in [
+            "--operation-wait-seconds",
             "--header-read-timeout-seconds",
             "--max-connections",
             "--max-execs-per-sandbox",

@@ -254,6 +254,7 @@ impl Engine {
             created_at: now,
             updated_at: now,
             releases: Default::default(),
+            failed_releases: Default::default(),
             forgotten: false,
         };
         self.finish_create(rec, intent)

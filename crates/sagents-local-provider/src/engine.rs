@@ -1,6 +1,7 @@
-//! The provider's sandboxes: loading, inspect, attach, exec. Creation lives in `create.rs`
-//! and `restore.rs`, release in `release.rs`. Each sandbox has its own lock; creations share one, so idempotency keys of
-//! provisions and restores are checked and recorded without races.
+//! The provider's sandboxes: loading, inspect, attach. Creation lives in `create.rs` and
+//! `restore.rs`, release in `release.rs` and `snapshot.rs`, exec in `exec_call.rs`. Each
+//! sandbox has its own lock; creations share one, so idempotency keys of provisions and
+//! restores are checked and recorded without races.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
@@ -15,19 +16,18 @@ use super::cgroup::{Cgroups, Controller, Defaults};
 use super::clock::Clock;
 use super::doors::ExecSlots;
 use super::error::ApiError;
-use super::exec::{self, ExecPlan, Place};
-use super::faults::FaultPlan;
+use super::faults::{FaultPlan, FaultPoint};
 use super::isolation::Sandboxer;
 use super::locks::NamedLocks;
-use super::paths;
-use super::process::{self, Limits};
+use super::operations::{Operations, ReleaseOutcome, RestoreOutcome};
+use super::process;
 use super::state::{Layout, SandboxRecord};
 use super::undo::undo;
 use sagents_plugin_api::grant::GrantVerifier;
 use sagents_plugin_api::spec::{ReleaseDisposition, ResolvedSandboxSpec, SpecError};
 use sagents_plugin_api::wire::{
-    AttachRequest, Capabilities, ExecRequest, ExecResponse, SandboxHandle, SandboxInfo,
-    SandboxState, API_VERSION_V3, CAPABILITY_SANDBOX,
+    AttachRequest, Capabilities, SandboxHandle, SandboxInfo, SandboxState, API_VERSION_V3,
+    CAPABILITY_SANDBOX,
 };
 
 /// The provider's id unless it is started with another (`--provider-id`).
@@ -54,6 +54,8 @@ pub struct EngineConfig {
     pub cgroups: Cgroups,
     /// The bounds of a sandbox whose spec says nothing.
     pub defaults: Defaults,
+    /// How long a release or restore call waits for its operation before answering `202`.
+    pub operation_wait: Duration,
 }
 
 #[cfg(test)]
@@ -71,6 +73,7 @@ impl EngineConfig {
             unauthenticated: false,
             cgroups: Cgroups::detect(root),
             defaults: Defaults::default(),
+            operation_wait: crate::DEFAULT_OPERATION_WAIT,
         }
     }
 }
@@ -91,7 +94,10 @@ pub struct Engine {
     sandboxes: RwLock<BTreeMap<String, Entry>>,
     /// Creations by idempotency key, checkpoints by id, active workspaces by folder.
     pub(super) locks: NamedLocks,
-    exec_slots: ExecSlots,
+    pub(super) exec_slots: ExecSlots,
+    /// Releases by `(sandbox_id, idempotency_key)` and restores by key, while they run.
+    pub(super) release_ops: Operations<ReleaseOutcome>,
+    pub(super) restore_ops: Operations<RestoreOutcome>,
     /// The host uid each sandbox with compute runs as.
     pub(super) uids: std::sync::Mutex<HashMap<String, u32>>,
 }
@@ -147,21 +153,6 @@ pub(super) fn reconcile(rec: &mut SandboxRecord) -> bool {
     false
 }
 
-/// Refuses an exec once the sandbox's files take `mb` MiB or more.
-async fn check_disk(dir: &std::path::Path, mb: u64) -> Result<(), ApiError> {
-    let dir = dir.to_path_buf();
-    let used = tokio::task::spawn_blocking(move || super::archive::disk_usage(&dir))
-        .await
-        .map_err(|e| internal("measuring the sandbox's files", e))?;
-    if used >= mb.saturating_mul(1024 * 1024) {
-        return Err(ApiError::conflict(
-            "sandbox.disk_quota_exceeded",
-            format!("the sandbox's files take {used} bytes; its quota is {mb} MiB"),
-        ));
-    }
-    Ok(())
-}
-
 fn resident(rec: SandboxRecord) -> Entry {
     Entry::Resident(Arc::new(Mutex::new(rec)))
 }
@@ -193,10 +184,13 @@ impl Engine {
         &self.faults
     }
 
-    /// Loads every persisted sandbox (a terminated one only by id) and reports honestly what survived: a sandbox whose
-    /// processes are gone is `lost`; one paused by an interrupted snapshot is resumed; what an
-    /// interrupted provision or restore left behind is removed (its intent stays, so a retry
-    /// of its key creates the same sandbox id).
+    /// Loads every persisted sandbox (a terminated one only by id) and reports honestly what
+    /// survived: a sandbox whose processes are gone is `lost`; one paused by an interrupted
+    /// release with no receipt is thawed back to `ready` (the retry of its key archives it
+    /// again), one whose receipt names a checkpoint but whose kill failed stays frozen for
+    /// the retry to kill; what an interrupted provision or restore left behind is removed
+    /// (its intent stays, so a retry of its key creates the same sandbox id), and so is an
+    /// archive left half-written.
     pub fn load(cfg: EngineConfig, layout: Layout, faults: FaultPlan) -> std::io::Result<Self> {
         settle_intents(&layout)?;
         let mut map = BTreeMap::new();
@@ -212,7 +206,7 @@ impl Engine {
                     live.insert(id.clone());
                 }
             }
-            if rec.state == SandboxState::Suspended {
+            if rec.state == SandboxState::Suspended && !rec.awaits_kill() {
                 let cg = cfg.cgroups.sandbox(&id);
                 let thawed = !cg.exists() || cg.thaw().is_ok();
                 let resumed = thawed && rec.leader.is_some_and(|l| l.resume().is_ok());
@@ -237,6 +231,7 @@ impl Engine {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         }
+        layout.remove_partial_archives()?;
         cfg.cgroups.clean_stale(&live);
         Ok(Engine {
             exec_slots: ExecSlots::new(cfg.max_execs_per_sandbox),
@@ -245,6 +240,8 @@ impl Engine {
             faults,
             sandboxes: RwLock::new(map),
             locks: NamedLocks::default(),
+            release_ops: Operations::default(),
+            restore_ops: Operations::default(),
             uids: std::sync::Mutex::new(uids),
         })
     }
@@ -349,6 +346,12 @@ impl Engine {
         if rec.forgotten {
             return Err(ApiError::not_found("sandbox", &rec.r#ref.sandbox_id));
         }
+        if self.faults.step_fails(FaultPoint::StateSave) {
+            return Err(internal(
+                "saving the sandbox state",
+                "no space left on device (injected fault)",
+            ));
+        }
         self.layout
             .save_sandbox(rec)
             .map_err(|e| internal("saving the sandbox state", e))
@@ -422,96 +425,5 @@ impl Engine {
             rec.updated_at = Utc::now();
             let _ = self.save(&rec);
         }
-    }
-
-    /// `POST /v3/sandboxes/{id}/exec`, guarded by `grant`, which must name the sandbox's
-    /// current generation.
-    pub async fn exec(
-        &self,
-        id: &str,
-        grant: &str,
-        req: &ExecRequest,
-    ) -> Result<ExecResponse, ApiError> {
-        let (leader, dir, resources, cgroup) = {
-            let slot = self.slot(id)?;
-            let mut rec = slot.lock().await;
-            if reconcile(&mut rec) {
-                self.save(&rec)?;
-            }
-            if rec.state == SandboxState::Terminated {
-                return Err(ApiError::forbidden(
-                    "grant.refused",
-                    "the sandbox's compute was terminated; its grants are no longer valid",
-                ));
-            }
-            self.cfg
-                .grants
-                .verify(
-                    grant,
-                    &self.cfg.provider_id,
-                    id,
-                    rec.generation,
-                    self.cfg.clock.now(),
-                )
-                .map_err(|e| ApiError::forbidden("grant.invalid", e.to_string()))?;
-            let leader = match (rec.state, rec.leader) {
-                (SandboxState::Ready, Some(l)) => l,
-                (state, _) => {
-                    return Err(ApiError::conflict(
-                        "sandbox.not_running",
-                        format!("the sandbox is {state}"),
-                    ))
-                }
-            };
-            (
-                leader,
-                rec.dir.clone(),
-                rec.resources.clone(),
-                self.cgroup(id),
-            )
-        };
-        let _slot = self.exec_slots.take(id)?;
-        if req.timeout_seconds == 0 || req.timeout_seconds > exec::MAX_TIMEOUT_SECONDS {
-            return Err(ApiError::invalid(
-                "validation.failed",
-                format!("timeout_seconds must be 1 to {}", exec::MAX_TIMEOUT_SECONDS),
-            ));
-        }
-        let cwd = paths::resolve_cwd(&dir, req.cwd.as_deref())
-            .map_err(|e| ApiError::invalid("exec.cwd_invalid", format!("cwd: {e}")))?;
-        if let Some(mb) = resources.disk_mb {
-            check_disk(&dir, mb).await?;
-        }
-        let timeout = Duration::from_secs(req.timeout_seconds);
-        let home = dir.canonicalize().unwrap_or(dir.clone());
-        let rel = cwd.strip_prefix(&home).unwrap_or(std::path::Path::new(""));
-        let place = match &self.cfg.sandboxer {
-            Some(sandboxer) => Place::Isolated {
-                sandboxer,
-                leader,
-                cwd: rel,
-            },
-            None => Place::Host {
-                cwd: &cwd,
-                home: &dir,
-                process_group: leader.pid,
-            },
-        };
-        exec::run(ExecPlan {
-            argv: &req.argv,
-            place,
-            env: req.env.as_ref(),
-            stdin: req.stdin.as_deref(),
-            timeout,
-            limits: Limits::from_resources(&resources, timeout),
-            cgroup,
-        })
-        .await
-        .map_err(|e| match e {
-            exec::ExecError::Spawn(_) | exec::ExecError::Wait(_) => {
-                ApiError::invalid("exec.failed", e.to_string())
-            }
-            other => ApiError::invalid("validation.failed", other.to_string()),
-        })
     }
 }

@@ -7,8 +7,12 @@
 //! RULE     := POINT '=' ACTION (':' MODIFIER)*
 //! POINT    := capabilities | provision | inspect | attach | release | restore | exec
 //!           | list_sandboxes | list_checkpoints | delete_checkpoint
-//!           | snapshot      (the archive step of snapshot_and_terminate, after the pause)
+//!           | snapshot      (the archive step of snapshot_and_terminate, after the pause;
+//!                            it runs inside the release operation, not in the handler)
 //!           | resume        (bringing a paused sandbox back after a failed snapshot)
+//!           | state_save    (writing a sandbox's state file: the next one fails, as on a
+//!                            full disk)
+//!           | kill          (killing the sandbox's processes when compute is released)
 //!           | create_intent | create_files | create_leader | create_state | create_record
 //!                           (the steps of a provision or restore, in order: the key's
 //!                            intent recorded, the files made, the leader started, the
@@ -22,11 +26,14 @@
 //!           | forget        (inspect, attach, release, exec only: first lose the named
 //!                            sandbox as if its state were gone (processes killed, state and
 //!                            isolated files removed), then handle the call, which answers 404)
-//!           | delay_ms=N    (wait N ms, then handle normally)
+//!           | delay_ms=N    (wait N ms, then handle normally; on snapshot the archive
+//!                            step takes N ms longer)
 //!           | hold          (wait until the plan is opened, then handle normally: a test
 //!                            opens it with `FaultPlan::open`; a stopping provider opens
-//!                            it, so from the command line the call waits until then)
-//!           | fail          (snapshot / resume only: that step fails)
+//!                            it, so from the command line the call waits until then; on
+//!                            snapshot the archive step waits, and a stopping provider
+//!                            abandons it as a killed one would)
+//!           | fail          (snapshot / resume / state_save / kill only: that step fails)
 //!           | crash         (create_* only: stop right after that step as a killed provider
 //!                            would: files and processes stay as they are, nothing else is
 //!                            done and the connection is cut; start a provider on the same
@@ -37,6 +44,8 @@
 //!
 //! Without a modifier a rule fires on every call. Example:
 //! `release=recoverable:times=2;restore=delay_ms=300;snapshot=fail:times=1;inspect=forget:times=1`.
+//! The chaos run uses `snapshot=delay_ms=N:p=F` (archives slower than the caller waits) and
+//! `state_save=fail:p=F` (a full disk now and then).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -57,6 +66,8 @@ sagents_text_enum::text_enum! {
         DeleteCheckpoint => "delete_checkpoint",
         Snapshot => "snapshot",
         Resume => "resume",
+        StateSave => "state_save",
+        Kill => "kill",
         CreateIntent => "create_intent",
         CreateFiles => "create_files",
         CreateLeader => "create_leader",
@@ -183,7 +194,8 @@ impl FaultPlan {
         out
     }
 
-    /// Whether an internal step (`snapshot`, `resume`) must fail on this call.
+    /// Whether an internal step (`snapshot`, `resume`, `state_save`, `kill`) must fail on this
+    /// call.
     pub fn step_fails(&self, point: FaultPoint) -> bool {
         self.decide(point).action.is_some()
     }
@@ -238,10 +250,20 @@ fn parse_rule(rule: &str) -> Result<FaultRule, FaultSpecError> {
             )),
         },
     };
-    let is_step = matches!(point, FaultPoint::Snapshot | FaultPoint::Resume);
-    if is_step != (action == FaultAction::Fail) {
+    let fits = match point {
+        FaultPoint::Snapshot => matches!(
+            action,
+            FaultAction::Fail | FaultAction::Delay(_) | FaultAction::Hold
+        ),
+        FaultPoint::Resume | FaultPoint::StateSave | FaultPoint::Kill => {
+            action == FaultAction::Fail
+        }
+        _ => action != FaultAction::Fail,
+    };
+    if !fits {
         return Err(err(
-            "`fail` is the only action for snapshot and resume, and only for them",
+            "`fail` is the only action for resume, state_save and kill, and only for the \
+             steps (snapshot also takes delay_ms=N and hold)",
         ));
     }
     if point.is_create_step() != (action == FaultAction::Crash) {
@@ -347,6 +369,9 @@ mod tests {
             "provision=crash",
             "create_leader=fail",
             "create_state=recoverable",
+            "state_save=recoverable",
+            "kill=delay_ms=5",
+            "resume=hold",
         ] {
             assert!(FaultPlan::parse(bad).is_err(), "{bad}");
         }
@@ -370,6 +395,28 @@ mod tests {
         held.await.unwrap();
         plan.hold().await;
         assert_eq!(plan.held_calls(), 2);
+    }
+
+    #[test]
+    fn the_release_steps_fail_and_the_snapshot_also_waits() {
+        let plan = FaultPlan::parse(
+            "snapshot=delay_ms=40:p=1;snapshot=fail:times=1;state_save=fail:times=1;kill=fail;snapshot=hold:times=1",
+        )
+        .unwrap();
+        let first = plan.decide(FaultPoint::Snapshot);
+        assert_eq!(
+            (first.delay, first.hold, first.action),
+            (
+                Some(Duration::from_millis(40)),
+                true,
+                Some(FaultAction::Fail)
+            )
+        );
+        let second = plan.decide(FaultPoint::Snapshot);
+        assert_eq!((second.hold, second.action), (false, None));
+        assert!(plan.step_fails(FaultPoint::StateSave));
+        assert!(!plan.step_fails(FaultPoint::StateSave));
+        assert!(plan.step_fails(FaultPoint::Kill) && plan.step_fails(FaultPoint::Kill));
     }
 
     #[test]

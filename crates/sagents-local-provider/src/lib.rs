@@ -26,18 +26,21 @@ pub mod edge;
 mod engine;
 mod error;
 pub mod exec;
+mod exec_call;
 pub mod faults;
 mod forget;
 mod inventory;
 pub mod isolation;
 mod locks;
 pub mod openapi;
+mod operations;
 pub mod paths;
 pub mod process;
 mod release;
 mod restore;
 mod routes;
 pub mod seccomp;
+mod snapshot;
 mod state;
 mod undo;
 
@@ -61,6 +64,7 @@ pub use error::ApiError;
 use faults::{FaultPlan, FaultSpecError};
 pub use isolation::{IsolationMode, UidRange};
 use isolation::{Sandboxer, Unavailable};
+pub use operations::RETRY_AFTER;
 use sagents_plugin_api::grant::{GrantVerifier, KeyError};
 use state::Layout;
 
@@ -103,7 +107,13 @@ pub struct Config {
     /// The process count, memory, CPU share and `/tmp` size of a sandbox whose spec says
     /// nothing.
     pub defaults: Defaults,
+    /// How long a release or restore call waits for its operation before answering `202`
+    /// (the operation runs on); well under the service's call timeout.
+    pub operation_wait: Duration,
 }
+
+/// The default of [`Config::operation_wait`].
+pub const DEFAULT_OPERATION_WAIT: Duration = Duration::from_secs(20);
 
 impl Config {
     /// Loopback on an ephemeral port, everything else default.
@@ -126,6 +136,7 @@ impl Config {
             isolation: IsolationMode::Namespaces,
             sandbox_uids: isolation::DEFAULT_SANDBOX_UIDS,
             defaults: Defaults::default(),
+            operation_wait: DEFAULT_OPERATION_WAIT,
         }
     }
 }
@@ -177,9 +188,11 @@ impl LocalProvider {
         &self.engine
     }
 
-    /// Stops serving; sandboxes keep running, as across a real restart. Calls a `hold`
-    /// fault stopped are handled first.
+    /// Stops serving; sandboxes keep running, as across a real restart. Running releases and
+    /// restores are abandoned as a killed provider's would be (the next start settles them);
+    /// calls a `hold` fault stopped at the door are handled first.
     pub async fn stop(mut self) {
+        self.engine.abandon_operations();
         self.engine.faults().open();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
@@ -379,6 +392,7 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
             unauthenticated: token_digest.is_none(),
             cgroups,
             defaults: config.defaults,
+            operation_wait: config.operation_wait,
         },
         layout,
         faults,

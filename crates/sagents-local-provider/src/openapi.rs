@@ -6,8 +6,8 @@ use utoipa::{Modify, OpenApi};
 
 use sagents_plugin_api::wire::{
     AttachRequest, Capabilities, CheckpointDeleteReceipt, CheckpointPage, ExecRequest,
-    ExecResponse, InventoryPage, ProviderError, ProvisionRequest, ReleaseRequest, RestoreRequest,
-    SandboxHandle, SandboxInfo, SandboxReleaseReceipt,
+    ExecResponse, InventoryPage, OperationPending, ProviderError, ProvisionRequest, ReleaseRequest,
+    RestoreRequest, SandboxHandle, SandboxInfo, SandboxReleaseReceipt,
 };
 
 #[derive(OpenApi)]
@@ -15,13 +15,13 @@ use sagents_plugin_api::wire::{
     info(
         title = "SAgents sandbox provider plugin API",
         version = "3",
-        description = "What a sandbox provider serves to the SAgents lifecycle service, as the reference provider (`sagents-local-provider`) implements it. Every route takes the provider's service token as `Authorization: Bearer`, except exec, which takes a grant for the sandbox and nothing else (see docs/GRANTS.md). Errors are `{code, category, message, retryable}`."
+        description = "What a sandbox provider serves to the SAgents lifecycle service, as the reference provider (`sagents-local-provider`) implements it. Every route takes the provider's service token as `Authorization: Bearer`, except exec, which takes a grant for the sandbox and nothing else (see docs/GRANTS.md). Errors are `{code, category, message, retryable}`. Terminal errors (the sandbox or checkpoint is broken for good) are `500` with category `sandbox_failure`, `retryable: false` and one of the codes `sandbox.lost`, `sandbox.kill_failed`, `checkpoint.missing`, `checkpoint.corrupt`; every other error says nothing about the sandbox's fate. Only `404 sandbox.not_found` in this body says a sandbox is gone. Release and restore are operations that outlive the request: a repeat of the idempotency key joins the running operation, and a call that waits longer than the provider's bound answers `202 operation.in_progress` with `Retry-After`; ask again with the same key. See docs/PLUGIN_API.md."
     ),
     paths(
         capabilities, provision, list_sandboxes, inspect, attach, release, exec, restore,
         list_checkpoints, delete_checkpoint
     ),
-    components(schemas(ProviderError)),
+    components(schemas(ProviderError, OperationPending)),
     modifiers(&Schemes),
     tags((name = "sandboxes"), (name = "checkpoints"), (name = "exec"))
 )]
@@ -118,14 +118,16 @@ fn attach() {}
 #[utoipa::path(post, path = "/v3/sandboxes/{sandbox_id}/release", tag = "sandboxes",
     params(("sandbox_id" = String, Path)), request_body = ReleaseRequest,
     responses(
-        (status = 200, description = "The release receipt (`duplicate: true` for a repeated idempotency key)", body = SandboxReleaseReceipt),
+        (status = 200, description = "The release receipt (`duplicate: true` for a repeated idempotency key, or a call that joined the running release). It names every checkpoint that exists: if the kill after a saved archive failed, `compute_released` is `false`, `state` is what the sandbox is (`suspended` while its processes exist) and `checkpoint` is set; a repeat of the key tries the kill again and answers `compute_released: true` with the same checkpoint once it succeeds", body = SandboxReleaseReceipt),
+        (status = 202, description = "`operation.in_progress`: the release runs on under its key (the first call of a `(sandbox_id, idempotency_key)` starts it, a repeat joins it, a dropped connection never abandons it); ask again with the same key after `Retry-After`. Not a failure", body = OperationPending,
+            headers(("Retry-After" = u64, description = "Seconds to wait before asking again"))),
         (status = 401, description = "`auth.unauthorized`", body = ProviderError),
         (status = 403, description = "`grant.not_accepted`", body = ProviderError),
-        (status = 404, description = "`sandbox.not_found`", body = ProviderError),
-        (status = 409, description = "Refused; nothing was done", body = ProviderError),
-        (status = 422, description = "`validation.failed`", body = ProviderError),
-        (status = 500, description = "`sandbox_failure`: the sandbox is broken (terminal)", body = ProviderError),
-        (status = 503, description = "Retryable failure; the sandbox is unchanged", body = ProviderError),
+        (status = 404, description = "`sandbox.not_found`: the provider knows no such sandbox (the only evidence that it is gone)", body = ProviderError),
+        (status = 409, description = "Refused; nothing was done (`idempotency.key_reused`: the key was used for another disposition; `sandbox.revision_conflict`, `sandbox.terminated`)", body = ProviderError),
+        (status = 422, description = "`validation.failed`, `release.disposition_unsupported`", body = ProviderError),
+        (status = 500, description = "Terminal, category `sandbox_failure`, `retryable: false`: `sandbox.lost` (its processes are gone, or a failed snapshot could not be resumed: the message names both causes), `sandbox.kill_failed`; the sandbox is reported `lost` and the same error is answered again for the key; only `terminate` applies", body = ProviderError),
+        (status = 503, description = "Recoverable, `retryable: true`: the sandbox runs (`ready`) as before the call, resumed if the release had paused it (`sandbox.snapshot_failed`, also when the provider could not save its own state), or the provider failed before touching it (`provider.internal`); a repeat of the key tries again", body = ProviderError),
     ),
     security(("service_token" = [])))]
 #[allow(dead_code)]
@@ -149,13 +151,16 @@ fn exec() {}
 #[utoipa::path(post, path = "/v3/restores", tag = "checkpoints", request_body = RestoreRequest,
     responses(
         (status = 201, description = "Restored into a fresh sandbox", body = SandboxHandle),
-        (status = 200, description = "Already restored with this idempotency key", body = SandboxHandle),
+        (status = 200, description = "Already restored with this idempotency key (or a call that joined the running restore)", body = SandboxHandle),
+        (status = 202, description = "`operation.in_progress`: the restore runs on under its key (a repeat joins it; a provider restart removes what an unfinished one made, and the next call of the key restores again under the same sandbox id); ask again with the same key after `Retry-After`. Not a failure", body = OperationPending,
+            headers(("Retry-After" = u64, description = "Seconds to wait before asking again"))),
         (status = 401, description = "`auth.unauthorized`", body = ProviderError),
         (status = 403, description = "`grant.not_accepted`", body = ProviderError),
         (status = 404, description = "`checkpoint.not_found`", body = ProviderError),
-        (status = 409, description = "Refused; nothing was done", body = ProviderError),
+        (status = 409, description = "Refused; nothing was done (`idempotency.key_reused`: the key was used for another restore)", body = ProviderError),
         (status = 422, description = "`validation.failed` (impossible `resources` included), `sandbox.spec_unsupported`, `sandbox.host_network_refused` (the provider does not allow `network: host`), `sandbox.resources_unenforceable`: the spec sets a limit this host gives the provider no cgroup controller to enforce", body = ProviderError),
-        (status = 503, description = "Retryable failure (`sandbox.capacity`: every sandbox uid is in use)", body = ProviderError),
+        (status = 500, description = "Terminal, category `sandbox_failure`, `retryable: false`: `checkpoint.missing` (its archive is gone), `checkpoint.corrupt` (its archive does not match its digest)", body = ProviderError),
+        (status = 503, description = "Retryable failure (`sandbox.capacity`: every sandbox uid is in use; `provider.internal`)", body = ProviderError),
     ),
     security(("service_token" = [])))]
 #[allow(dead_code)]
@@ -185,3 +190,20 @@ fn list_checkpoints() {}
     security(("service_token" = [])))]
 #[allow(dead_code)]
 fn delete_checkpoint() {}
+
+#[cfg(test)]
+mod tests {
+    use sagents_plugin_api::codes::{OPERATION_IN_PROGRESS, SANDBOX_FAILURE, TERMINAL_CODES};
+
+    #[test]
+    fn the_document_names_every_terminal_code_and_the_202() {
+        let doc = serde_json::to_string(&super::document()).unwrap();
+        for code in TERMINAL_CODES
+            .iter()
+            .chain([&SANDBOX_FAILURE, &OPERATION_IN_PROGRESS])
+        {
+            assert!(doc.contains(&format!("`{code}`")), "{code}");
+        }
+        assert!(doc.contains("Retry-After"));
+    }
+}

@@ -1,21 +1,40 @@
-//! `POST /v3/sandboxes/{id}/release`: idempotent by `(sandbox_id, idempotency_key)`.
+//! `POST /v3/sandboxes/{id}/release`: idempotent by `(sandbox_id, idempotency_key)`. It runs
+//! as an operation of its own (`operations.rs`): the request only waits for it.
 //!
-//! A failed snapshot honours the recoverable/terminal contract: the sandbox is frozen before
-//! archiving (its whole control group, so no process of it runs while its files are read),
-//! and a recoverable error is returned only once it runs again; if it cannot be resumed the
-//! error is terminal, names both causes, and the sandbox is reported `lost`.
+//! The recoverable/terminal contract: a recoverable error is returned only once the sandbox
+//! runs again; if it cannot be resumed the error is terminal, names both causes, is answered
+//! again for its key, and the sandbox is reported `lost`. A receipt names every checkpoint
+//! that exists: when the kill after a saved archive fails, the receipt names the checkpoint
+//! with `compute_released: false`, and a retry of its key tries the kill again.
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 
 use super::engine::{check_key, reconcile, Engine};
 use super::error::ApiError;
 use super::faults::FaultPoint;
-use super::process::Leader;
-use super::state::{SandboxRecord, StoredCheckpoint, StoredRelease};
+use super::state::{SandboxRecord, StoredFailure, StoredRelease};
+use sagents_plugin_api::codes;
 use sagents_plugin_api::spec::{ReleaseDisposition as D, WorkspaceMode};
 use sagents_plugin_api::wire::{
-    CheckpointRef, InventoryLabels, ReleaseRequest, SandboxReleaseReceipt, SandboxState as S,
+    CheckpointRef, ReleaseRequest, ReleaseSpec, SandboxReleaseReceipt, SandboxState as S,
 };
+
+pub(super) fn check_release(id: &str, r: &ReleaseSpec) -> Result<(), ApiError> {
+    if r.r#ref.sandbox_id != id {
+        return Err(ApiError::invalid(
+            "validation.failed",
+            "request.ref.sandbox_id does not match the sandbox in the path",
+        ));
+    }
+    check_key(&r.idempotency_key)
+}
+
+fn key_reused(disposition: D) -> ApiError {
+    ApiError::conflict(
+        "idempotency.key_reused",
+        format!("idempotency_key was used for a `{disposition}` release of this sandbox"),
+    )
+}
 
 impl Engine {
     pub async fn release(
@@ -24,27 +43,10 @@ impl Engine {
         req: &ReleaseRequest,
     ) -> Result<SandboxReleaseReceipt, ApiError> {
         let r = &req.request;
-        if r.r#ref.sandbox_id != id {
-            return Err(ApiError::invalid(
-                "validation.failed",
-                "request.ref.sandbox_id does not match the sandbox in the path",
-            ));
-        }
-        check_key(&r.idempotency_key)?;
+        check_release(id, r)?;
         let slot = self.slot(id)?;
         let mut rec = slot.lock().await;
-        if let Some(stored) = rec.releases.get(&r.idempotency_key) {
-            if stored.disposition != r.disposition {
-                return Err(ApiError::conflict(
-                    "idempotency.key_reused",
-                    format!(
-                        "idempotency_key was used for a `{}` release of this sandbox",
-                        stored.disposition
-                    ),
-                ));
-            }
-            let mut receipt = stored.receipt.clone();
-            receipt.duplicate = true;
+        if let Some(receipt) = self.answer_again(&mut rec, r).await? {
             return Ok(receipt);
         }
         if reconcile(&mut rec) {
@@ -61,37 +63,116 @@ impl Engine {
                 ));
             }
         }
-        let checkpoint = match (r.disposition, rec.state) {
+        if rec.state == S::Suspended && r.disposition != D::Terminate {
+            self.thaw_leftover(&mut rec);
+        }
+        match self.release_as(&mut rec, r.disposition).await {
+            Ok(checkpoint) => Ok(self.record_receipt(&mut rec, r, checkpoint)),
+            Err(e) => {
+                if codes::is_terminal(&e.body) {
+                    rec.failed_releases.insert(
+                        r.idempotency_key.clone(),
+                        StoredFailure {
+                            disposition: r.disposition,
+                            error: e.body.clone(),
+                        },
+                    );
+                    self.save_or_warn(&rec);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The recorded outcome of the key, if any; a receipt whose kill failed tries it again.
+    async fn answer_again(
+        &self,
+        rec: &mut SandboxRecord,
+        r: &ReleaseSpec,
+    ) -> Result<Option<SandboxReleaseReceipt>, ApiError> {
+        let key = &r.idempotency_key;
+        if let Some(failed) = rec.failed_releases.get(key) {
+            if failed.disposition != r.disposition {
+                return Err(key_reused(failed.disposition));
+            }
+            return Err(ApiError {
+                status: axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                body: failed.error.clone(),
+            });
+        }
+        let Some(stored) = rec.releases.get(key).cloned() else {
+            return Ok(None);
+        };
+        if stored.disposition != r.disposition {
+            return Err(key_reused(stored.disposition));
+        }
+        let mut receipt = stored.receipt;
+        if !receipt.compute_released && receipt.checkpoint.is_some() && rec.state != S::Terminated {
+            match self.kill(rec).await {
+                Ok(()) => {
+                    rec.revision += 1;
+                    rec.updated_at = Utc::now();
+                    receipt.state = rec.state;
+                    receipt.compute_released = true;
+                    rec.releases.insert(
+                        key.clone(),
+                        StoredRelease {
+                            disposition: stored.disposition,
+                            receipt: receipt.clone(),
+                        },
+                    );
+                    self.save_or_warn(rec);
+                }
+                Err(cause) => {
+                    tracing::warn!(sandbox_id = %rec.r#ref.sandbox_id, %cause, "the sandbox of a saved checkpoint could not be killed again")
+                }
+            }
+        }
+        receipt.duplicate = true;
+        Ok(Some(receipt))
+    }
+
+    /// Does the disposition's work; the checkpoint it saved, if any.
+    async fn release_as(
+        &self,
+        rec: &mut SandboxRecord,
+        disposition: D,
+    ) -> Result<Option<CheckpointRef>, ApiError> {
+        match (disposition, rec.state) {
             (D::Detach, S::Ready) => {
                 rec.attached_clients = 0;
-                None
+                Ok(None)
             }
-            (D::Terminate, S::Terminated) => None,
-            (D::Terminate, _) => {
-                self.terminate(&mut rec).await?;
-                None
-            }
-            (D::SnapshotAndTerminate, S::Ready) => {
-                Some(self.snapshot_and_terminate(&mut rec).await?)
-            }
-            (_, S::Terminated) => {
-                return Err(ApiError::conflict(
-                    "sandbox.terminated",
-                    format!(
-                        "the sandbox is terminated; `{}` is impossible",
-                        r.disposition
-                    ),
-                ))
-            }
-            (_, state) => {
-                return Err(ApiError::terminal(
-                    "sandbox.lost",
-                    format!(
-                        "the sandbox is {state}: its processes are gone; only `terminate` applies"
-                    ),
-                ))
-            }
-        };
+            (D::Terminate, S::Terminated) => Ok(None),
+            (D::Terminate, _) => match self.kill(rec).await {
+                Ok(()) => Ok(None),
+                Err(cause) => {
+                    rec.state = S::Lost;
+                    rec.revision += 1;
+                    self.save_or_warn(rec);
+                    Err(ApiError::terminal(codes::SANDBOX_KILL_FAILED, cause))
+                }
+            },
+            (D::SnapshotAndTerminate, S::Ready) => self.snapshot_and_terminate(rec).await.map(Some),
+            (_, S::Terminated) => Err(ApiError::conflict(
+                "sandbox.terminated",
+                format!("the sandbox is terminated; `{disposition}` is impossible"),
+            )),
+            (_, state) => Err(ApiError::terminal(
+                codes::SANDBOX_LOST,
+                format!("the sandbox is {state}: its processes are gone; only `terminate` applies"),
+            )),
+        }
+    }
+
+    /// Records the receipt under the key. A failed state save does not take back what was
+    /// done: the receipt is answered and kept in memory, and the next save writes it.
+    fn record_receipt(
+        &self,
+        rec: &mut SandboxRecord,
+        r: &ReleaseSpec,
+        checkpoint: Option<CheckpointRef>,
+    ) -> SandboxReleaseReceipt {
         let now = Utc::now();
         rec.revision += 1;
         rec.updated_at = now;
@@ -111,27 +192,32 @@ impl Engine {
                 receipt: receipt.clone(),
             },
         );
-        self.save(&rec)?;
-        Ok(receipt)
+        self.save_or_warn(rec);
+        receipt
+    }
+
+    pub(super) fn save_or_warn(&self, rec: &SandboxRecord) {
+        if let Err(e) = self.save(rec) {
+            tracing::warn!(sandbox_id = %rec.r#ref.sandbox_id, error = %e, "could not persist the sandbox state");
+        }
     }
 
     /// Kills the process group and removes the compute; an active workspace keeps its files.
-    async fn terminate(&self, rec: &mut SandboxRecord) -> Result<(), ApiError> {
+    /// On failure the record is left as it was and the cause returned.
+    pub(super) async fn kill(&self, rec: &mut SandboxRecord) -> Result<(), String> {
         let id = rec.r#ref.sandbox_id.clone();
         if let Some(leader) = rec.leader {
+            if self.faults.step_fails(FaultPoint::Kill) {
+                return Err("the sandbox's processes could not be killed (injected fault)".into());
+            }
             // A frozen group dies only once thawed; this kills it, then thaws it.
             if let Some(cg) = self.cgroup(&id) {
                 cg.kill();
             }
-            if let Err(e) = leader.kill_group().await {
-                rec.state = S::Lost;
-                rec.revision += 1;
-                self.save(rec)?;
-                return Err(ApiError::terminal(
-                    "sandbox.kill_failed",
-                    format!("the sandbox's processes could not be killed: {e}"),
-                ));
-            }
+            leader
+                .kill_group()
+                .await
+                .map_err(|e| format!("the sandbox's processes could not be killed: {e}"))?;
         }
         rec.leader = None;
         self.drop_bounds(&id);
@@ -158,129 +244,5 @@ impl Engine {
         tokio::task::spawn_blocking(move || {
             let _ = std::fs::remove_dir_all(target);
         });
-    }
-
-    async fn snapshot_and_terminate(
-        &self,
-        rec: &mut SandboxRecord,
-    ) -> Result<CheckpointRef, ApiError> {
-        if rec.workspace_mode == WorkspaceMode::ActiveWorkspace {
-            return Err(ApiError::invalid(
-                "release.disposition_unsupported",
-                "an active workspace keeps its files on the host: release it with `terminate`",
-            ));
-        }
-        let Some(leader) = rec.leader else {
-            return Err(ApiError::terminal(
-                "sandbox.lost",
-                "the sandbox has no processes",
-            ));
-        };
-        if let Err(e) = self.pause(&rec.r#ref.sandbox_id, leader).await {
-            rec.state = S::Lost;
-            rec.revision += 1;
-            self.save(rec)?;
-            return Err(ApiError::terminal(
-                "sandbox.lost",
-                format!("pausing the sandbox failed: {e}"),
-            ));
-        }
-        rec.state = S::Suspended;
-        rec.revision += 1;
-        self.save(rec)?;
-        let checkpoint_id = format!("ckp_{}", uuid::Uuid::now_v7().simple());
-        let archive = self.layout.archive(&checkpoint_id);
-        let packed = if self.faults.step_fails(FaultPoint::Snapshot) {
-            Err("archiving failed (injected fault)".to_string())
-        } else {
-            let dir = rec.dir.clone();
-            match tokio::task::spawn_blocking(move || super::archive::pack(&dir, &archive)).await {
-                Ok(Ok(info)) => Ok(info),
-                Ok(Err(e)) => Err(format!("archiving failed: {e}")),
-                Err(e) => Err(format!("archiving failed: {e}")),
-            }
-        };
-        let info = match packed {
-            Ok(info) => info,
-            Err(cause) => return Err(self.recover_after_failed_snapshot(rec, cause)),
-        };
-        let checkpoint = CheckpointRef {
-            checkpoint_id,
-            provider_id: self.cfg.provider_id.clone(),
-            sandbox_id: rec.r#ref.sandbox_id.clone(),
-            generation: rec.generation,
-            size_bytes: info.size_bytes,
-            digest: Some(info.digest),
-            created_at: DateTime::from_timestamp_millis(Utc::now().timestamp_millis())
-                .unwrap_or_default(),
-        };
-        let stored = StoredCheckpoint {
-            checkpoint: checkpoint.clone(),
-            labels: Some(InventoryLabels {
-                owner_run_id: rec.r#ref.owner_run_id.clone(),
-                tenant_id: rec.r#ref.tenant_id.clone(),
-            }),
-        };
-        if let Err(e) = self.layout.save_checkpoint(&stored) {
-            let cause = format!("recording the checkpoint failed: {e}");
-            return Err(self.recover_after_failed_snapshot(rec, cause));
-        }
-        self.terminate(rec).await?;
-        Ok(checkpoint)
-    }
-
-    /// Brings a paused sandbox back; recoverable only if it runs again.
-    fn recover_after_failed_snapshot(&self, rec: &mut SandboxRecord, cause: String) -> ApiError {
-        let resumed = if self.faults.step_fails(FaultPoint::Resume) {
-            Err("resuming failed (injected fault)".to_string())
-        } else {
-            rec.leader
-                .ok_or_else(|| "the sandbox has no processes".to_string())
-                .and_then(|l| {
-                    self.resume(&rec.r#ref.sandbox_id, l)
-                        .map_err(|e| format!("resuming failed: {e}"))
-                })
-        };
-        rec.revision += 1;
-        rec.updated_at = Utc::now();
-        let err = match resumed {
-            Ok(()) => {
-                rec.state = S::Ready;
-                ApiError::recoverable(
-                    "sandbox.snapshot_failed",
-                    format!("snapshot failed, the sandbox is running again: {cause}"),
-                )
-            }
-            Err(resume_cause) => {
-                rec.state = S::Lost;
-                ApiError::terminal(
-                    "sandbox.lost",
-                    format!("snapshot failed ({cause}) and the sandbox could not be resumed ({resume_cause})"),
-                )
-            }
-        };
-        if let Err(e) = self.save(rec) {
-            tracing::warn!(sandbox_id = %rec.r#ref.sandbox_id, error = %e, "could not persist the sandbox state");
-        }
-        err
-    }
-
-    /// Freezes the sandbox's control group; without a freezer, stops the processes of its
-    /// PID namespace (or group).
-    async fn pause(&self, id: &str, leader: Leader) -> std::io::Result<()> {
-        match self.cgroup(id).filter(|cg| cg.can_freeze()) {
-            Some(cg) => tokio::task::spawn_blocking(move || cg.freeze())
-                .await
-                .map_err(std::io::Error::other)?,
-            None => leader.pause(),
-        }
-    }
-
-    fn resume(&self, id: &str, leader: Leader) -> std::io::Result<()> {
-        match self.cgroup(id).filter(|cg| cg.can_freeze()) {
-            Some(cg) if leader.is_alive() => cg.thaw(),
-            Some(_) => Err(std::io::Error::from_raw_os_error(libc::ESRCH)),
-            None => leader.resume(),
-        }
     }
 }

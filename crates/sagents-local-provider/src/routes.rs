@@ -3,6 +3,7 @@
 //! `--insecure-no-auth`); `exec` takes a grant for the sandbox and nothing else.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::JsonRejection;
@@ -20,9 +21,10 @@ use super::engine::Engine;
 use super::error::ApiError;
 use super::faults::{FaultAction, FaultPoint};
 use super::inventory::InventoryParams;
+use super::operations::Answer;
 use sagents_plugin_api::grant::looks_like_grant;
 use sagents_plugin_api::wire::{
-    AttachRequest, ExecRequest, ProvisionRequest, ReleaseRequest, RestoreRequest,
+    AttachRequest, ExecRequest, OperationPending, ProvisionRequest, ReleaseRequest, RestoreRequest,
 };
 
 #[derive(Clone)]
@@ -131,6 +133,17 @@ impl FromRequestParts<AppState> for GrantBearer {
             _ => Err(ApiError::grant_required()),
         }
     }
+}
+
+/// `202 Accepted`: the operation runs on under its key; ask again after `Retry-After`.
+fn accepted(p: OperationPending) -> Response {
+    let secs = Duration::from_millis(p.retry_after_ms).as_secs().max(1);
+    (
+        StatusCode::ACCEPTED,
+        [(axum::http::header::RETRY_AFTER, secs.to_string())],
+        Json(p),
+    )
+        .into_response()
 }
 
 /// A response whose body fails at once: the work is done but the caller never hears of it.
@@ -256,7 +269,10 @@ async fn release(
     ApiJson(req): ApiJson<ReleaseRequest>,
 ) -> Response {
     with_faults(&s, FaultPoint::Release, Some(&id), async {
-        Ok(Json(s.engine.release(&id, &req).await?).into_response())
+        Ok(match s.engine.release_operation(&id, req).await? {
+            Answer::Done(receipt) => Json(receipt).into_response(),
+            Answer::Pending(p) => accepted(p),
+        })
     })
     .await
 }
@@ -276,7 +292,10 @@ async fn exec(
 async fn restore(State(s): State<AppState>, ApiJson(req): ApiJson<RestoreRequest>) -> Response {
     with_faults(&s, FaultPoint::Restore, None, async {
         doors::check_network(s.engine.cfg.allow_host_network, &req.spec)?;
-        let (handle, created) = s.engine.restore(&req).await?;
+        let (handle, created) = match s.engine.restore_operation(req).await? {
+            Answer::Done(done) => done,
+            Answer::Pending(p) => return Ok(accepted(p)),
+        };
         let status = if created {
             StatusCode::CREATED
         } else {

@@ -16,13 +16,21 @@ use sha2::{Digest, Sha256};
 use super::process::Leader;
 use sagents_plugin_api::spec::{ReleaseDisposition, Resources, WorkspaceMode};
 use sagents_plugin_api::wire::{
-    CheckpointRef, InventoryLabels, SandboxHandle, SandboxRef, SandboxReleaseReceipt, SandboxState,
+    CheckpointRef, InventoryLabels, ProviderError, SandboxHandle, SandboxRef,
+    SandboxReleaseReceipt, SandboxState,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StoredRelease {
     pub disposition: ReleaseDisposition,
     pub receipt: SandboxReleaseReceipt,
+}
+
+/// A terminal release failure, answered again for its key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredFailure {
+    pub disposition: ReleaseDisposition,
+    pub error: ProviderError,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -40,9 +48,24 @@ pub struct SandboxRecord {
     pub updated_at: DateTime<Utc>,
     /// Release outcomes by idempotency key.
     pub releases: BTreeMap<String, StoredRelease>,
+    /// Terminal release failures by idempotency key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_releases: BTreeMap<String, StoredFailure>,
     /// Set when the provider dropped the sandbox's state; such a record is never saved again.
     #[serde(skip)]
     pub forgotten: bool,
+}
+
+impl SandboxRecord {
+    /// Whether a receipt names a checkpoint whose sandbox is still to be killed (the kill
+    /// after the archive failed): the sandbox stays frozen until a retry kills it.
+    pub fn awaits_kill(&self) -> bool {
+        self.state != SandboxState::Terminated
+            && self
+                .releases
+                .values()
+                .any(|s| !s.receipt.compute_released && s.receipt.checkpoint.is_some())
+    }
 }
 
 /// A checkpoint as kept: the wire form plus the labels of the sandbox it was taken from
@@ -217,6 +240,17 @@ impl Layout {
         let mut ids = json_stems(&self.checkpoint_states())?;
         ids.sort_unstable();
         Ok(ids)
+    }
+
+    /// Removes the archives an interrupted snapshot left half-written (`.partial`).
+    pub fn remove_partial_archives(&self) -> io::Result<()> {
+        for entry in fs::read_dir(self.archives())? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "partial") {
+                remove_if_present(&path)?;
+            }
+        }
+        Ok(())
     }
 
     /// Removes a checkpoint's archive, then its record; whether either was there.
