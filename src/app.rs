@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::config::{SealError, WeakSecret};
+use crate::config::{SealError, SettingsError, WeakSecret};
 use crate::domain::validate;
 use crate::http::api::state::{AppState, Shared};
 use crate::lifecycle::attention::AttentionPolicy;
@@ -37,6 +37,8 @@ pub enum AppError {
     GrantKey(#[from] GrantKeyError),
     #[error(transparent)]
     WeakSecret(#[from] WeakSecret),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -68,6 +70,7 @@ impl Application {
     /// (port 0 picks a free port). Serving starts with [`Application::run_until_stopped`].
     pub async fn build(config: Config, clock: Arc<dyn Clock>) -> Result<Self, AppError> {
         config.check_secrets()?;
+        config.check_settings()?;
         let hub = ChangeHub::new();
         hub.cache.set_body_budget(config.snapshot_cache_bytes());
         let metrics = Arc::new(Metrics::default());
@@ -101,7 +104,7 @@ impl Application {
         let (trigger, shutdown) = shutdown::channel();
         let max_streams = usize::try_from(config.sse_max_streams_per_token).unwrap_or(usize::MAX);
         let state = AppState::new(Shared {
-            providers: Arc::new(ProviderClients::new(store.clone())),
+            providers: Arc::new(ProviderClients::from_config(store.clone(), &config)),
             store,
             config: Arc::new(config),
             hub,

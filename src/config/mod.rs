@@ -20,11 +20,20 @@ pub use strength::{WeakSecret, MIN_SECRET_BYTES};
 
 /// Beyond the longest long-poll, the time a request has to read its body and answer.
 pub const REQUEST_MARGIN: Duration = Duration::from_secs(15);
+/// The shortest checkpoint grace accepted, in seconds.
+pub const CHECKPOINT_GRACE_FLOOR: u64 = 600;
+/// Seconds a provider call may be given, per operation.
+pub const PROVIDER_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=3600;
 /// Scheduler workers per replica by default.
 pub const DEFAULT_WORKERS: u32 = 4;
 /// Runs a scheduler worker claims at once by default: one claim's fixed cost is shared by
 /// the whole batch, so fewer, larger claims release more runs per second.
 pub const DEFAULT_WORKER_BATCH: u32 = 64;
+
+/// Settings the service refuses to start with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("settings: {0}")]
+pub struct SettingsError(pub String);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -187,10 +196,32 @@ pub struct Config {
           global = true, value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub reconcile_min_age_seconds: u64,
 
-    /// How long a finished run's checkpoints are kept before they are deleted.
+    /// How long a finished run's checkpoints are kept before they are deleted (at least
+    /// `CHECKPOINT_GRACE_FLOOR` and twice the release timeout: a release whose answer was
+    /// lost may still name its checkpoint when retried).
     #[arg(long, env = "SAGENTS_CHECKPOINT_GRACE_SECONDS", default_value_t = 86_400,
-          global = true, value_parser = clap::value_parser!(u64).range(0..=31_536_000))]
+          global = true, value_parser = clap::value_parser!(u64).range(600..=31_536_000))]
     pub checkpoint_grace_seconds: u64,
+
+    /// How long one release call to a provider may take (a snapshot of a large workspace).
+    #[arg(long, env = "SAGENTS_PROVIDER_RELEASE_TIMEOUT_SECONDS", default_value_t = 120,
+          global = true, value_parser = clap::value_parser!(u64).range(PROVIDER_TIMEOUT_RANGE))]
+    pub provider_release_timeout_seconds: u64,
+
+    /// How long one restore call to a provider may take.
+    #[arg(long, env = "SAGENTS_PROVIDER_RESTORE_TIMEOUT_SECONDS", default_value_t = 120,
+          global = true, value_parser = clap::value_parser!(u64).range(PROVIDER_TIMEOUT_RANGE))]
+    pub provider_restore_timeout_seconds: u64,
+
+    /// How long one provision call to a provider may take.
+    #[arg(long, env = "SAGENTS_PROVIDER_PROVISION_TIMEOUT_SECONDS", default_value_t = 60,
+          global = true, value_parser = clap::value_parser!(u64).range(PROVIDER_TIMEOUT_RANGE))]
+    pub provider_provision_timeout_seconds: u64,
+
+    /// How long one attach call to a provider may take.
+    #[arg(long, env = "SAGENTS_PROVIDER_ATTACH_TIMEOUT_SECONDS", default_value_t = 30,
+          global = true, value_parser = clap::value_parser!(u64).range(PROVIDER_TIMEOUT_RANGE))]
+    pub provider_attach_timeout_seconds: u64,
 
     #[arg(
         long,
@@ -231,6 +262,10 @@ impl Config {
             reconcile_interval_seconds: 300,
             reconcile_min_age_seconds: 600,
             checkpoint_grace_seconds: 86_400,
+            provider_release_timeout_seconds: 120,
+            provider_restore_timeout_seconds: 120,
+            provider_provision_timeout_seconds: 60,
+            provider_attach_timeout_seconds: 30,
             log_format: LogFormat::Pretty,
         }
     }
@@ -253,6 +288,43 @@ impl Config {
                 .and_then(|text| Sealer::from_keys(&text)),
             (None, None) => Ok(Sealer::default()),
         }
+    }
+
+    /// Settings that are valid alone but not together.
+    pub fn check_settings(&self) -> Result<(), SettingsError> {
+        let floor = self.checkpoint_grace_floor();
+        if self.checkpoint_grace_seconds < floor {
+            return Err(SettingsError(format!(
+                "SAGENTS_CHECKPOINT_GRACE_SECONDS is {}, below {floor}: a checkpoint must outlive \
+                 twice the release timeout (SAGENTS_PROVIDER_RELEASE_TIMEOUT_SECONDS = {}) and \
+                 at least {CHECKPOINT_GRACE_FLOOR} s, so that a retried release whose first \
+                 answer was lost still finds it",
+                self.checkpoint_grace_seconds, self.provider_release_timeout_seconds
+            )));
+        }
+        Ok(())
+    }
+
+    /// The shortest checkpoint grace these settings allow: twice the release timeout, and
+    /// never below [`CHECKPOINT_GRACE_FLOOR`].
+    pub fn checkpoint_grace_floor(&self) -> u64 {
+        CHECKPOINT_GRACE_FLOOR.max(self.provider_release_timeout_seconds.saturating_mul(2))
+    }
+
+    pub fn provider_release_timeout(&self) -> Duration {
+        Duration::from_secs(self.provider_release_timeout_seconds)
+    }
+
+    pub fn provider_restore_timeout(&self) -> Duration {
+        Duration::from_secs(self.provider_restore_timeout_seconds)
+    }
+
+    pub fn provider_provision_timeout(&self) -> Duration {
+        Duration::from_secs(self.provider_provision_timeout_seconds)
+    }
+
+    pub fn provider_attach_timeout(&self) -> Duration {
+        Duration::from_secs(self.provider_attach_timeout_seconds)
     }
 
     pub fn lease_ttl(&self) -> chrono::Duration {
@@ -366,9 +438,72 @@ mod tests {
             cli.config.checkpoint_grace_seconds,
             d.checkpoint_grace_seconds
         );
+        assert_eq!(
+            cli.config.provider_release_timeout_seconds,
+            d.provider_release_timeout_seconds
+        );
+        assert_eq!(
+            cli.config.provider_restore_timeout_seconds,
+            d.provider_restore_timeout_seconds
+        );
+        assert_eq!(
+            cli.config.provider_provision_timeout_seconds,
+            d.provider_provision_timeout_seconds
+        );
+        assert_eq!(
+            cli.config.provider_attach_timeout_seconds,
+            d.provider_attach_timeout_seconds
+        );
+        assert_eq!(d.check_settings(), Ok(()));
         assert_eq!(cli.config.log_format, LogFormat::Pretty);
         assert!(cli.config.grant_secret.is_none());
         assert!(cli.config.grant_signing_key.is_none());
+    }
+
+    #[test]
+    fn provider_timeouts_are_bounded_and_the_checkpoint_grace_outlives_a_release() {
+        let parse = |args: &[&str]| Cli::try_parse_from([&["sagents"], args, &["serve"]].concat());
+        for flag in [
+            "--provider-release-timeout-seconds",
+            "--provider-restore-timeout-seconds",
+            "--provider-provision-timeout-seconds",
+            "--provider-attach-timeout-seconds",
+        ] {
+            assert!(parse(&[flag, "0"]).is_err(), "{flag} 0");
+            assert!(parse(&[flag, "3601"]).is_err(), "{flag} 3601");
+            assert!(parse(&[flag, "abc"]).is_err(), "{flag} abc");
+            assert!(parse(&[flag, "1"]).is_ok(), "{flag} 1");
+            assert!(parse(&[flag, "3600"]).is_ok(), "{flag} 3600");
+        }
+        let cli = parse(&["--provider-release-timeout-seconds", "45"]).unwrap();
+        assert_eq!(
+            cli.config.provider_release_timeout(),
+            Duration::from_secs(45)
+        );
+        assert!(parse(&["--checkpoint-grace-seconds", "0"]).is_err());
+        assert!(parse(&["--checkpoint-grace-seconds", "599"]).is_err());
+
+        let cli = parse(&[
+            "--provider-release-timeout-seconds",
+            "900",
+            "--checkpoint-grace-seconds",
+            "1000",
+        ])
+        .unwrap();
+        assert_eq!(cli.config.checkpoint_grace_floor(), 1800);
+        let e = cli.config.check_settings().unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("SAGENTS_CHECKPOINT_GRACE_SECONDS is 1000, below 1800"),
+            "{e}"
+        );
+        let mut c = cli.config;
+        c.checkpoint_grace_seconds = 1800;
+        assert_eq!(c.check_settings(), Ok(()));
+        c.provider_release_timeout_seconds = 60;
+        c.checkpoint_grace_seconds = 600;
+        assert_eq!(c.checkpoint_grace_floor(), CHECKPOINT_GRACE_FLOOR);
+        assert_eq!(c.check_settings(), Ok(()));
     }
 
     #[test]

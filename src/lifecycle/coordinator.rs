@@ -124,7 +124,7 @@ impl Coordinator {
         Self {
             store,
             actor: actor.into(),
-            timeouts: Timeouts::default(),
+            timeouts: clients.timeouts().clone(),
             clients,
             attention: AttentionPolicy::default(),
         }

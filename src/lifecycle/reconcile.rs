@@ -65,7 +65,9 @@ pub fn judge(
 }
 
 /// A checkpoint is deleted once nothing can restore from it: its run is unknown or ended
-/// more than `grace` ago, or it is older than `grace` and not its live run's latest.
+/// more than `grace` ago, or it is older than `grace` and not its live run's latest. Never
+/// while its run's record has a release under way: a release whose answer was lost took it,
+/// and the retry under the same key names it.
 pub fn checkpoint_expired(
     item: &CheckpointItem,
     run: Option<&RunView>,
@@ -76,6 +78,13 @@ pub fn checkpoint_expired(
     let Some(run) = run else {
         return aged;
     };
+    if run
+        .record
+        .as_ref()
+        .is_some_and(|r| release_under_way(r.state))
+    {
+        return false;
+    }
     if run.state.is_terminal() {
         return now - run.updated_at >= grace;
     }
@@ -85,6 +94,16 @@ pub fn checkpoint_expired(
         .and_then(|r| r.sandbox_checkpoint.as_ref())
         .is_some_and(|c| c.checkpoint_id == item.checkpoint.checkpoint_id);
     aged && !latest
+}
+
+/// A release was asked for and its outcome is not settled yet.
+fn release_under_way(state: ResourceState) -> bool {
+    matches!(
+        state,
+        ResourceState::ReleaseRequested
+            | ResourceState::ReleaseFailed
+            | ResourceState::NeedsAttention
+    )
 }
 
 /// The record said released, but the sandbox still holds compute: a terminate under a

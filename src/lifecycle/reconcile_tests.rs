@@ -271,3 +271,41 @@ fn checkpoints_are_kept_while_something_can_restore_from_them() {
         grace
     ));
 }
+
+#[test]
+fn a_checkpoint_is_kept_while_its_runs_release_is_under_way() {
+    let run = RunId::new();
+    let now = Utc::now();
+    let grace = Duration::hours(24);
+    // An attempt whose answer was lost took `ck_lost`; the record still names the older one.
+    let untaken = ckpt_item(&run, "ck_lost", Duration::hours(48));
+    for state in [
+        ResourceState::ReleaseRequested,
+        ResourceState::ReleaseFailed,
+        ResourceState::NeedsAttention,
+    ] {
+        let mut rec = record(&run, state, Some("sbx_1"));
+        rec.sandbox_checkpoint = Some(checkpoint("ck_before", Duration::hours(72)));
+        let live = view(RunState::Suspended, Some(rec.clone()));
+        assert!(
+            !checkpoint_expired(&untaken, Some(&live), now, grace),
+            "{state}: a retry may name it"
+        );
+        let mut ended = view(RunState::Completed, Some(rec));
+        ended.updated_at = now - Duration::hours(100);
+        assert!(
+            !checkpoint_expired(&untaken, Some(&ended), now, grace),
+            "{state}"
+        );
+    }
+    for state in [ResourceState::Released, ResourceState::Active] {
+        let live = view(
+            RunState::Suspended,
+            Some(record(&run, state, Some("sbx_1"))),
+        );
+        assert!(
+            checkpoint_expired(&untaken, Some(&live), now, grace),
+            "{state}: settled, nothing names it"
+        );
+    }
+}

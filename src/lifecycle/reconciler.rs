@@ -14,6 +14,7 @@ use crate::domain::resource::{ResourceState, RunEffect};
 use crate::domain::sandbox::ReleaseDisposition;
 use crate::domain::RunId;
 use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient};
+use crate::providers::codes;
 use crate::providers::wire::{
     InventoryItem, InventoryLabels, ReleaseRequest, ReleaseSpec, RequestContext,
 };
@@ -157,7 +158,11 @@ impl Reconciler {
             .await
         {
             Ok(info) => info,
-            Err(ProviderCallError::Refused { status: 404, .. }) => return Ok(None),
+            Err(ProviderCallError::Refused { error, .. })
+                if codes::is_sandbox_not_found(&error) =>
+            {
+                return Ok(None)
+            }
             Err(e) => return Err(e.into()),
         };
         if !info.state.holds_compute() {

@@ -6,6 +6,8 @@
 //! failure is classified so the caller knows whether a retry is safe and whether the side
 //! effect may have happened.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::Method;
@@ -15,7 +17,7 @@ use serde::Serialize;
 use super::wire::{
     AttachRequest, Capabilities, ExecRequest, ExecResponse, OperationPending, ProviderError,
     ProvisionRequest, ReceiptInconsistency, ReleaseRequest, RestoreRequest, SandboxHandle,
-    SandboxInfo, SandboxReleaseReceipt, FENCING_TOKEN_HEADER, REQUEST_ID_HEADER,
+    SandboxInfo, SandboxReleaseReceipt, API_VERSION_V3, FENCING_TOKEN_HEADER, REQUEST_ID_HEADER,
 };
 use crate::domain::sandbox::ProviderError as StoredError;
 
@@ -27,7 +29,7 @@ use response::{classify_error_status, classify_send_error, read_capped};
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 
 /// Per-endpoint timeouts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timeouts {
     pub connect: Duration,
     pub capabilities: Duration,
@@ -89,7 +91,15 @@ pub enum UncertainKind {
     OversizedBody,
     InconsistentReceipt,
     Redirect,
-    UnexpectedStatus,
+    /// An error status without a v3 error body (an ingress's HTML page, a bare status, JSON of
+    /// another shape): whatever answered, it was not the provider speaking plugin API v3.
+    NotProviderAnswer {
+        status: u16,
+    },
+    /// A v3 error body, not retryable, whose code is not one plugin API v3 calls terminal.
+    UnknownError {
+        status: u16,
+    },
     /// The pages of a listing do not form one walk (a cursor came back, or it never ends).
     InconsistentPaging,
 }
@@ -99,10 +109,12 @@ pub enum ProviderCallError {
     /// The provider answered `retryable: true`: the sandbox is usable again; retry later.
     #[error("provider error {status} (recoverable) {}: {}", .error.code, .error.message)]
     Recoverable { status: u16, error: ProviderError },
-    /// The provider answered `retryable: false` with a 5xx: the sandbox is broken.
+    /// The provider answered `retryable: false` with a terminal code of plugin API v3
+    /// (`codes::is_terminal`): the sandbox is broken.
     #[error("provider error {status} (terminal) {}: {}", .error.code, .error.message)]
     Terminal { status: u16, error: ProviderError },
-    /// The provider refused the request as invalid (4xx, not retryable): nothing was done.
+    /// The provider refused the request as invalid (4xx with a v3 error body, not retryable):
+    /// nothing was done.
     #[error("provider refused the request ({status}) {}: {}", .error.code, .error.message)]
     Refused { status: u16, error: ProviderError },
     /// The side effect may or may not have happened: retry with the same idempotency key.
@@ -141,7 +153,8 @@ impl ProviderCallError {
                     UncertainKind::OversizedBody => "provider.oversized_response",
                     UncertainKind::InconsistentReceipt => "provider.inconsistent_receipt",
                     UncertainKind::Redirect => "provider.redirect",
-                    UncertainKind::UnexpectedStatus => "provider.unexpected_status",
+                    UncertainKind::NotProviderAnswer { .. } => "provider.not_a_provider_answer",
+                    UncertainKind::UnknownError { .. } => "provider.unknown_error",
                     UncertainKind::InconsistentPaging => "provider.inconsistent_paging",
                 }
                 .into(),
@@ -193,13 +206,15 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
 }
 
-/// One client per registered provider; cheap to clone.
+/// One client per registered provider; cheap to clone (clones share what was learnt of the
+/// provider).
 #[derive(Debug, Clone)]
 pub struct ProviderClient {
     base_url: url::Url,
     token: Option<String>,
     http: reqwest::Client,
     config: ClientConfig,
+    speaks_v3: Arc<AtomicBool>,
 }
 
 impl ProviderClient {
@@ -236,11 +251,42 @@ impl ProviderClient {
             token: token.filter(|t| !t.is_empty()).map(str::to_owned),
             http,
             config,
+            speaks_v3: Arc::new(AtomicBool::new(false)),
         })
     }
 
     pub fn base_url(&self) -> &url::Url {
         &self.base_url
+    }
+
+    pub fn timeouts(&self) -> &Timeouts {
+        &self.config.timeouts
+    }
+
+    /// Whether both call the same provider the same way (URL, token and settings).
+    pub fn same_endpoint(&self, other: &ProviderClient) -> bool {
+        self.base_url == other.base_url
+            && self.token == other.token
+            && self.config.max_response_bytes == other.config.max_response_bytes
+            && self.config.timeouts == other.config.timeouts
+    }
+
+    /// Whether this provider answered `GET /v3/capabilities` with `api_version` "3": only then
+    /// is its error body taken as its word about a sandbox. Asked once per client; a failed
+    /// check is asked again next time.
+    pub async fn speaks_v3(&self, opts: &CallOptions) -> bool {
+        if self.speaks_v3.load(Ordering::Acquire) {
+            return true;
+        }
+        let version = API_VERSION_V3;
+        let ok = matches!(
+            self.capabilities_raw(opts).await,
+            Ok(doc) if doc.get("api_version").and_then(|v| v.as_str()) == Some(version)
+        );
+        if ok {
+            self.speaks_v3.store(true, Ordering::Release);
+        }
+        ok
     }
 
     pub async fn capabilities(

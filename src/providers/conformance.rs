@@ -10,6 +10,7 @@ mod grants;
 mod inventory;
 
 use super::client::{CallOptions, ProviderCallError, ProviderClient};
+use super::codes;
 use super::grant::GrantSigner;
 use super::wire::{
     AttachRequest, Capabilities, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext,
@@ -346,6 +347,27 @@ impl Checker {
         Ok("compute kept and reachable".into())
     }
 
+    /// The only evidence that a sandbox is gone is `sandbox.not_found` in a v3 error body.
+    async fn unknown_sandbox(&self) -> Outcome {
+        let id = format!("sbx_conformance_{}_unknown", self.run);
+        match self.client.inspect(&id, &CallOptions::default()).await {
+            Err(ProviderCallError::Refused { status, error })
+                if status == 404 && codes::is_sandbox_not_found(&error) =>
+            {
+                Ok(format!("{status} {}", error.code))
+            }
+            Err(other) => Err(format!(
+                "an unknown sandbox must be answered 404 `{}` in a v3 error body, or the \
+                 service never takes the provider's word that a sandbox is gone: {other}",
+                codes::SANDBOX_NOT_FOUND
+            )),
+            Ok(info) => Err(format!(
+                "an unknown sandbox was inspected: {:?}",
+                info.state
+            )),
+        }
+    }
+
     fn consistent(&self) -> Outcome {
         let receipts = self.receipts.lock().unwrap_or_else(|p| p.into_inner());
         let bad: Vec<String> = receipts
@@ -453,6 +475,10 @@ pub async fn run_checks_with(
     out.push(result(
         "detach_never_releases_compute",
         checker.detach().await,
+    ));
+    out.push(result(
+        "unknown_sandbox_not_found",
+        checker.unknown_sandbox().await,
     ));
     out.extend(checker.inventory_checks().await);
     out.push(result("receipts_consistent", checker.consistent()));

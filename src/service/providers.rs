@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::domain::validate::{self, ValidationError};
-use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient};
+use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient, UncertainKind};
 use crate::providers::wire::{Capabilities, API_VERSION_V3, CAPABILITY_SANDBOX};
 use crate::store::{ProviderRecord, Store, StoreError};
 
@@ -212,7 +212,11 @@ pub async fn fetch_capabilities(
 fn unreachable_or_refused(e: ProviderCallError) -> RegistryError {
     match e {
         ProviderCallError::Config(m) => ValidationError::new("base_url", m).into(),
-        ProviderCallError::Refused { status: 404, .. } => RegistryError::ApiVersionUnsupported(
+        ProviderCallError::Refused { status: 404, .. }
+        | ProviderCallError::Uncertain {
+            kind: UncertainKind::NotProviderAnswer { status: 404 },
+            ..
+        } => RegistryError::ApiVersionUnsupported(
             "the provider has no `/v3/capabilities` endpoint".into(),
         ),
         e @ ProviderCallError::Refused { .. } => RegistryError::ProviderRefused(e.to_string()),

@@ -5,6 +5,7 @@ pub mod app;
 pub mod db;
 pub mod own_pg;
 pub mod pg;
+pub mod proxy;
 
 /// `on_both_backends!(a, b)` runs `async fn a(backend: Backend)` once per backend, as
 /// `<suite>::<file>::sqlite::a` and `<suite>::<file>::postgres::a`.

@@ -31,6 +31,7 @@ mod blocking;
 mod claim_intents;
 mod coordinator;
 mod cycle;
+mod evidence;
 mod faults;
 pub(crate) mod fixture;
 mod grants;

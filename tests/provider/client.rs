@@ -47,8 +47,11 @@ fn caps(version: &str) -> serde_json::Value {
 }
 
 fn error(status: u16, retryable: bool) -> Response {
-    let body =
-        serde_json::json!({"code": "x.y", "category": "c", "message": "m", "retryable": retryable});
+    coded(status, "x.y", "c", retryable)
+}
+
+fn coded(status: u16, code: &str, category: &str, retryable: bool) -> Response {
+    let body = serde_json::json!({"code": code, "category": category, "message": "m", "retryable": retryable});
     (StatusCode::from_u16(status).unwrap(), Json(body)).into_response()
 }
 
@@ -126,7 +129,20 @@ async fn misbehave(
             Json(caps("3")).into_response()
         }
         "recoverable" => error(503, true),
-        "terminal" => error(500, false),
+        "terminal" => coded(500, "sandbox.lost", "sandbox_failure", false),
+        "unknown500" => error(500, false),
+        "html404" => (
+            StatusCode::NOT_FOUND,
+            [("content-type", "text/html")],
+            "<html><head><title>404 Not Found</title></head><body>nginx</body></html>",
+        )
+            .into_response(),
+        "other_json404" => (
+            StatusCode::NOT_FOUND,
+            Json(serde_json::json!({"error": "no route"})),
+        )
+            .into_response(),
+        "not_found" => coded(404, "sandbox.not_found", "not_found", false),
         "refused" => error(409, false),
         "html502" => (StatusCode::BAD_GATEWAY, "<html>bad gateway</html>").into_response(),
         "plain401" => (StatusCode::UNAUTHORIZED, "no").into_response(),
@@ -182,7 +198,18 @@ async fn every_failure_is_classified() {
         ("cut", UncertainKind::ConnectionLost),
         ("garbage", UncertainKind::MalformedBody),
         ("redirect", UncertainKind::Redirect),
-        ("html502", UncertainKind::UnexpectedStatus),
+        ("html502", UncertainKind::NotProviderAnswer { status: 502 }),
+        ("html404", UncertainKind::NotProviderAnswer { status: 404 }),
+        (
+            "other_json404",
+            UncertainKind::NotProviderAnswer { status: 404 },
+        ),
+        ("plain401", UncertainKind::NotProviderAnswer { status: 401 }),
+        (
+            "no_such_prefix",
+            UncertainKind::NotProviderAnswer { status: 404 },
+        ),
+        ("unknown500", UncertainKind::UnknownError { status: 500 }),
     ];
     for (mode, kind) in cases {
         let r = client(&base, mode).capabilities(&opts).await;
@@ -209,11 +236,15 @@ async fn every_failure_is_classified() {
     assert!(
         matches!(&r, Err(e @ ProviderCallError::Refused { status: 409, .. }) if classify(e) == FailureClass::Refused)
     );
-    let r = client(&base, "plain401").capabilities(&opts).await;
+    let r = client(&base, "not_found").inspect("sbx_1", &opts).await;
     assert!(
-        matches!(&r, Err(ProviderCallError::Refused { status: 401, .. })),
+        matches!(&r, Err(e @ ProviderCallError::Refused { status: 404, error }) if classify(e) == FailureClass::Refused && error.code == "sandbox.not_found"),
         "{r:?}"
     );
+    let r = client(&base, "html404").inspect("sbx_1", &opts).await;
+    let e = r.unwrap_err();
+    assert_eq!(e.to_provider_error().code, "provider.not_a_provider_answer");
+    assert!(e.to_string().contains("404 Not Found"), "{e}");
 
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let dead = format!("http://{}", closed.local_addr().unwrap());

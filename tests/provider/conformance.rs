@@ -55,6 +55,7 @@ async fn the_local_provider_passes_every_check() {
             "exec_refuses_the_service_token",
             "grants_refused_off_exec",
             "detach_never_releases_compute",
+            "unknown_sandbox_not_found",
             "inventory_lists_sandboxes",
             "inventory_pages_without_repeats",
             "inventory_lists_checkpoints",
@@ -196,6 +197,7 @@ async fn a_dishonest_provider_fails_the_right_checks() {
         "disposition_detach",
         "release_idempotent",
         "detach_never_releases_compute",
+        "unknown_sandbox_not_found",
         "receipts_consistent",
     ] {
         assert!(!r[failing].0, "{failing} should fail: {results:#?}");
@@ -210,6 +212,15 @@ async fn a_dishonest_provider_fails_the_right_checks() {
         assert!(r[passing].0, "{passing} should pass: {results:#?}");
     }
     assert!(r["release_idempotent"].1.contains("duplicate"));
+    assert!(
+        r["unknown_sandbox_not_found"]
+            .1
+            .contains("not_a_provider_answer")
+            || r["unknown_sandbox_not_found"]
+                .1
+                .contains("not a provider's error body"),
+        "{results:#?}"
+    );
     for (check, lacking) in [
         ("inventory_lists_sandboxes", "supports_inventory"),
         ("inventory_pages_without_repeats", "supports_inventory"),

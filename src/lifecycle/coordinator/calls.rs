@@ -9,6 +9,7 @@ use crate::domain::resource::ReleasePurpose;
 use crate::domain::sandbox::ReleaseDisposition;
 use crate::lifecycle::outcome::{self, BindKind, FailureClass};
 use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient};
+use crate::providers::codes;
 use crate::providers::wire::{
     AttachRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest,
     SandboxHandle, SandboxReleaseReceipt, SandboxState,
@@ -140,9 +141,11 @@ impl Coordinator {
     }
 
     /// A release the provider did not confirm (a terminate without `compute_released`; any
-    /// release refused, e.g. a 404 for a sandbox already gone, or called broken) is checked by
-    /// inspecting the sandbox: the evidence when the provider reports it terminated or knows it
-    /// no more.
+    /// release refused, e.g. `sandbox.not_found` for a sandbox already gone, or called broken)
+    /// is checked by inspecting the sandbox: the evidence when the provider reports it
+    /// terminated or answers `sandbox.not_found` in a v3 error body, and only from a provider
+    /// that answered its capabilities as plugin API v3. Anything else (an ingress's 404 page)
+    /// is no evidence.
     pub(super) async fn release_evidence(
         &self,
         w: &Work,
@@ -166,15 +169,27 @@ impl Coordinator {
         let sandbox_id = &w.record.sandbox_ref.as_ref()?.sandbox_id;
         let what = w.record.disposition.map_or("release", |d| d.as_str());
         let client = self.client(&w.record.provider_id).await.ok()?;
-        match client.inspect(sandbox_id, &self.call_options(w)).await {
-            Ok(info) if info.state == SandboxState::Terminated => Some(format!(
+        let opts = self.call_options(w);
+        let evidence = match client.inspect(sandbox_id, &opts).await {
+            Ok(info) if info.state == SandboxState::Terminated => format!(
                 "the {what} was not confirmed; inspect reports sandbox `{sandbox_id}` terminated"
-            )),
-            Err(ProviderCallError::Refused { status: 404, .. }) => Some(format!(
-                "the {what} was not confirmed; the provider knows no sandbox `{sandbox_id}`"
-            )),
-            _ => None,
+            ),
+            Err(ProviderCallError::Refused { error, .. })
+                if codes::is_sandbox_not_found(&error) =>
+            {
+                format!(
+                    "the {what} was not confirmed; the provider knows no sandbox `{sandbox_id}` \
+                     (`{}`)",
+                    error.code
+                )
+            }
+            _ => return None,
+        };
+        if !client.speaks_v3(&opts).await {
+            tracing::warn!(%evidence, "not taken as evidence: the provider did not answer its capabilities as plugin API v3");
+            return None;
         }
+        Some(evidence)
     }
 
     /// Whether the provider reports the record's sandbox ready now: the only evidence on
@@ -186,9 +201,10 @@ impl Coordinator {
         let Ok(client) = self.client(&w.record.provider_id).await else {
             return false;
         };
+        let opts = self.call_options(w);
         matches!(
-            client.inspect(&sandbox.sandbox_id, &self.call_options(w)).await,
+            client.inspect(&sandbox.sandbox_id, &opts).await,
             Ok(info) if info.state == SandboxState::Ready
-        )
+        ) && client.speaks_v3(&opts).await
     }
 }
