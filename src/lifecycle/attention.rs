@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::outcome::{retry_at, OutcomeResult};
-use super::rules;
+use super::outcome::{in_progress, retry_at, BindKind, OutcomeResult};
+use super::rules::{self, Cadence};
 use crate::domain::resource::{ExecutionResourceRecord, ResourceEvent, ResourceState, RunEffect};
 use crate::domain::sandbox::{ProviderError, ReleaseDisposition};
 use crate::domain::RunId;
@@ -34,14 +34,19 @@ impl Default for AttentionPolicy {
 pub const ATTENTION_MIN_FAILING: chrono::Duration = chrono::Duration::minutes(10);
 
 /// A release still failing after its budget (and at least [`ATTENTION_MIN_FAILING`]) enters
-/// `needs_attention`; once there, every
-/// retry waits `retry_every` instead of the backoff. Other records are returned unchanged.
+/// `needs_attention`; once there, every retry waits `retry_every` instead of the backoff,
+/// unless the run resumes: its human never waits on the operators' cadence. An operation
+/// still in progress is no failure. Other records are returned unchanged.
 pub fn escalate(
     mut record: ExecutionResourceRecord,
     policy: AttentionPolicy,
     now: DateTime<Utc>,
     jitter: f64,
+    cadence: Cadence,
 ) -> OutcomeResult<ExecutionResourceRecord> {
+    if in_progress(&record) {
+        return Ok(record);
+    }
     let budget = i64::from(policy.attempt_budget.max(1));
     // Quick retries (a resume waiting) use the attempts up long before the backoff would.
     let failing_since = record.release_requested_at.unwrap_or(now);
@@ -49,13 +54,63 @@ pub fn escalate(
     if record.state == ResourceState::ReleaseFailed && record.retry_count >= budget && long_enough {
         record.state = record.state.next(ResourceEvent::AttentionNeeded)?;
     }
-    if record.state == ResourceState::NeedsAttention {
+    if record.state == ResourceState::NeedsAttention && !cadence.is_resume() {
         record.next_retry_at = Some(retry_at(
             now,
             rules::with_jitter(policy.retry_every, jitter),
         ));
     }
     Ok(record)
+}
+
+/// A bind for a resuming run needs an operator only after failing this long since the reply.
+pub const BIND_ATTENTION_MIN_FAILING: chrono::Duration = chrono::Duration::minutes(2);
+
+/// The `error.code` of a bind that keeps failing while a human waits: it needs an operator.
+pub const BIND_NEEDS_ATTENTION: &str = "bind.needs_attention";
+
+/// Whether the record's bind is marked as needing an operator.
+pub fn bind_needs_attention(record: &ExecutionResourceRecord) -> bool {
+    record
+        .error
+        .as_ref()
+        .is_some_and(|e| e.code == BIND_NEEDS_ATTENTION)
+}
+
+/// A bind that failed `attempt_budget` times for a resuming run, for at least
+/// [`BIND_ATTENTION_MIN_FAILING`] since the reply, is marked `bind.needs_attention` (its last
+/// error in the message) for operators, who may give up on it; it keeps being retried at the
+/// resume cadence. Decided afresh after every failure, so the mark follows the last error.
+pub fn escalate_bind(
+    mut record: ExecutionResourceRecord,
+    kind: BindKind,
+    policy: AttentionPolicy,
+    now: DateTime<Utc>,
+    cadence: Cadence,
+) -> ExecutionResourceRecord {
+    let Cadence::Resume { since } = cadence else {
+        return record;
+    };
+    let budget = i64::from(policy.attempt_budget.max(1));
+    if record.retry_count < budget || now - since < BIND_ATTENTION_MIN_FAILING {
+        return record;
+    }
+    if let Some(last) = record
+        .error
+        .as_mut()
+        .filter(|e| e.code != BIND_NEEDS_ATTENTION)
+    {
+        last.message = format!(
+            "the {} failed {} times in {} s since the reply; last error `{}`: {}",
+            kind.as_str(),
+            record.retry_count,
+            (now - since).num_seconds(),
+            last.code,
+            last.message
+        );
+        last.code = BIND_NEEDS_ATTENTION.into();
+    }
+    record
 }
 
 /// The `error.code` of a record an operator declared released.
@@ -228,13 +283,13 @@ mod tests {
             retry_every: std::time::Duration::from_secs(600),
         };
         let now = Utc::now();
-        let below = escalate(failing(2), policy, now, 0.0).unwrap();
+        let below = escalate(failing(2), policy, now, 0.0, Cadence::Release).unwrap();
         assert_eq!(below.state, ResourceState::ReleaseFailed);
         assert_eq!(
             below.next_retry_at, None,
             "below the budget the backoff stands"
         );
-        let at = escalate(failing(3), policy, now, 0.0).unwrap();
+        let at = escalate(failing(3), policy, now, 0.0, Cadence::Release).unwrap();
         assert_eq!(at.state, ResourceState::NeedsAttention);
         assert_eq!(
             at.next_retry_at,
@@ -242,7 +297,7 @@ mod tests {
                 now + chrono::Duration::seconds(600)
             ))
         );
-        let again = escalate(at.clone(), policy, now, 1.0).unwrap();
+        let again = escalate(at.clone(), policy, now, 1.0, Cadence::Release).unwrap();
         assert_eq!(again.state, ResourceState::NeedsAttention);
         assert_eq!(
             again.next_retry_at,
@@ -253,13 +308,53 @@ mod tests {
         let mut quick = failing(3);
         quick.release_requested_at = Some(now - chrono::Duration::seconds(20));
         assert_eq!(
-            escalate(quick, policy, now, 0.0).unwrap().state,
+            escalate(quick, policy, now, 0.0, Cadence::Release)
+                .unwrap()
+                .state,
             ResourceState::ReleaseFailed,
             "attempts spent in seconds, while a resume waits, are not yet a case for an operator"
         );
         let mut active = failing(50);
         active.state = ResourceState::Active;
-        assert_eq!(escalate(active.clone(), policy, now, 0.0).unwrap(), active);
+        assert_eq!(
+            escalate(active.clone(), policy, now, 0.0, Cadence::Release).unwrap(),
+            active
+        );
+    }
+
+    #[test]
+    fn attention_never_delays_a_resume_and_in_progress_is_no_failure() {
+        let policy = AttentionPolicy::default();
+        let now = Utc::now();
+        let resume = Cadence::Resume { since: now };
+        let mut r = failing(12);
+        r.next_retry_at = Some(now + chrono::Duration::seconds(2));
+        let marked = escalate(r.clone(), policy, now, 0.0, resume).unwrap();
+        assert_eq!(
+            marked.state,
+            ResourceState::NeedsAttention,
+            "operators see it"
+        );
+        assert_eq!(
+            marked.next_retry_at, r.next_retry_at,
+            "the resume cadence's retry stands"
+        );
+        let again = escalate(marked.clone(), policy, now, 0.0, resume).unwrap();
+        assert_eq!(again, marked);
+
+        let mut waiting = failing(12);
+        waiting.error = Some(ProviderError {
+            code: crate::providers::codes::OPERATION_IN_PROGRESS.into(),
+            category: "in_progress".into(),
+            message: "still archiving".into(),
+            retryable: true,
+        });
+        waiting.next_retry_at = Some(now + chrono::Duration::seconds(3));
+        assert_eq!(
+            escalate(waiting.clone(), policy, now, 0.0, Cadence::Release).unwrap(),
+            waiting,
+            "an operation in progress moves nothing toward an operator"
+        );
     }
 
     #[test]

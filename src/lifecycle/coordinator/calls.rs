@@ -9,6 +9,7 @@ use crate::domain::resource::ReleasePurpose;
 use crate::domain::sandbox::ReleaseDisposition;
 use crate::lifecycle::outcome::{self, BindKind, FailureClass};
 use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient};
+use crate::providers::codes;
 use crate::providers::wire::{
     AttachRequest, ProvisionRequest, ReleaseRequest, ReleaseSpec, RequestContext, RestoreRequest,
     SandboxHandle, SandboxReleaseReceipt, SandboxState,
@@ -177,18 +178,25 @@ impl Coordinator {
         }
     }
 
-    /// Whether the provider reports the record's sandbox ready now: the only evidence on
-    /// which a failed release may be dropped and the sandbox attached.
-    pub(super) async fn sandbox_ready(&self, w: &Work) -> bool {
+    /// Whether the provider reports the record's sandbox ready now (the only evidence on
+    /// which a failed release may be dropped and the sandbox attached), or not running or
+    /// unknown to it; an error when it could not be asked.
+    pub(super) async fn sandbox_ready(&self, w: &Work) -> Result<bool, ProviderCallError> {
         let Some(sandbox) = w.record.sandbox_ref.as_ref() else {
-            return false;
+            return Ok(false);
         };
-        let Ok(client) = self.client(&w.record.provider_id).await else {
-            return false;
-        };
-        matches!(
-            client.inspect(&sandbox.sandbox_id, &self.call_options(w)).await,
-            Ok(info) if info.state == SandboxState::Ready
-        )
+        let client = self.client(&w.record.provider_id).await?;
+        match client
+            .inspect(&sandbox.sandbox_id, &self.call_options(w))
+            .await
+        {
+            Ok(info) => Ok(info.state == SandboxState::Ready),
+            Err(ProviderCallError::Refused { error, .. })
+                if codes::is_sandbox_not_found(&error) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 }
