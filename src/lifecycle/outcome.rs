@@ -147,7 +147,8 @@ pub fn abandon_release(
 
 /// A resuming run's failed release whose sandbox the provider reports not running (an earlier
 /// attempt may have done it, its answer or its write lost): the outcome is unknown, so the
-/// release is finished under its key before anything is attached, when its retry is due.
+/// release is finished under its key before anything is attached, at once: the provider
+/// answered, and a backoff from before the reply does not hold a resume.
 pub fn release_unsettled(mut record: ExecutionResourceRecord) -> ExecutionResourceRecord {
     record.error = Some(ProviderError {
         code: "release.unsettled".into(),
@@ -155,6 +156,7 @@ pub fn release_unsettled(mut record: ExecutionResourceRecord) -> ExecutionResour
         message: "the sandbox is not running; the release may have been done".into(),
         retryable: true,
     });
+    record.next_retry_at = None;
     record
 }
 
