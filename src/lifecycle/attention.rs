@@ -6,12 +6,18 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::outcome::{in_progress, retry_at, BindKind, OutcomeResult};
+use super::outcome::{in_progress, retry_at, Next, OutcomeResult};
 use super::rules::{self, Cadence};
-use crate::domain::resource::{ExecutionResourceRecord, ResourceEvent, ResourceState, RunEffect};
+use crate::domain::resource::{ExecutionResourceRecord, ResourceEvent, ResourceState};
 use crate::domain::sandbox::{ProviderError, ReleaseDisposition};
 use crate::domain::RunId;
 use crate::store::{Store, StoreError};
+
+mod bind;
+pub use bind::{
+    bind_needs_attention, escalate_bind, give_up, BIND_ABANDONED, BIND_ATTENTION_MIN_FAILING,
+    BIND_NEEDS_ATTENTION,
+};
 
 /// When a failing release stops being routine: after `attempt_budget` failed attempts the
 /// record needs an operator and is retried only every `retry_every`.
@@ -63,56 +69,6 @@ pub fn escalate(
     Ok(record)
 }
 
-/// A bind for a resuming run needs an operator only after failing this long since the reply.
-pub const BIND_ATTENTION_MIN_FAILING: chrono::Duration = chrono::Duration::minutes(2);
-
-/// The `error.code` of a bind that keeps failing while a human waits: it needs an operator.
-pub const BIND_NEEDS_ATTENTION: &str = "bind.needs_attention";
-
-/// Whether the record's bind is marked as needing an operator.
-pub fn bind_needs_attention(record: &ExecutionResourceRecord) -> bool {
-    record
-        .error
-        .as_ref()
-        .is_some_and(|e| e.code == BIND_NEEDS_ATTENTION)
-}
-
-/// A bind that failed `attempt_budget` times for a resuming run, for at least
-/// [`BIND_ATTENTION_MIN_FAILING`] since the reply, is marked `bind.needs_attention` (its last
-/// error in the message) for operators, who may give up on it; it keeps being retried at the
-/// resume cadence. Decided afresh after every failure, so the mark follows the last error.
-pub fn escalate_bind(
-    mut record: ExecutionResourceRecord,
-    kind: BindKind,
-    policy: AttentionPolicy,
-    now: DateTime<Utc>,
-    cadence: Cadence,
-) -> ExecutionResourceRecord {
-    let Cadence::Resume { since } = cadence else {
-        return record;
-    };
-    let budget = i64::from(policy.attempt_budget.max(1));
-    if record.retry_count < budget || now - since < BIND_ATTENTION_MIN_FAILING {
-        return record;
-    }
-    if let Some(last) = record
-        .error
-        .as_mut()
-        .filter(|e| e.code != BIND_NEEDS_ATTENTION)
-    {
-        last.message = format!(
-            "the {} failed {} times in {} s since the reply; last error `{}`: {}",
-            kind.as_str(),
-            record.retry_count,
-            (now - since).num_seconds(),
-            last.code,
-            last.message
-        );
-        last.code = BIND_NEEDS_ATTENTION.into();
-    }
-    record
-}
-
 /// The `error.code` of a record an operator declared released.
 pub const RESOLVED_BY_OPERATOR: &str = "release.resolved_by_operator";
 
@@ -124,12 +80,18 @@ pub enum AttentionAction {
     /// The operator verified that the sandbox is gone: the record is `released` on that
     /// word, with `compute_released` false (no receipt said so).
     MarkReleased,
+    /// For a bind (provision, restore or attach) that keeps failing while a human waits
+    /// (`bind.needs_attention`): the run fails with `sandbox.bind_abandoned` and its record
+    /// ends without compute (a sandbox that may exist is terminated).
+    GiveUp,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AttentionError {
     #[error("the execution resource is `{0}`, not `needs_attention`")]
     NotInAttention(ResourceState),
+    #[error("the execution resource (`{0}`) has no bind that needs attention")]
+    NoBindInAttention(ResourceState),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -185,16 +147,20 @@ pub async fn resolve(
         .await?;
     let result = async {
         let record = store.get_resource(run_id).await?;
-        if record.state != ResourceState::NeedsAttention {
-            return Err(AttentionError::NotInAttention(record.state));
-        }
         let now = store.now();
         let next = match action {
-            AttentionAction::RetryNow => retry_now(record, now),
-            AttentionAction::MarkReleased => mark_released(record, reason, now)?,
+            AttentionAction::GiveUp if !bind_needs_attention(&record) => {
+                return Err(AttentionError::NoBindInAttention(record.state));
+            }
+            AttentionAction::GiveUp => give_up(record, reason, now)?,
+            _ if record.state != ResourceState::NeedsAttention => {
+                return Err(AttentionError::NotInAttention(record.state));
+            }
+            AttentionAction::RetryNow => Next::plain(retry_now(record, now)),
+            AttentionAction::MarkReleased => Next::plain(mark_released(record, reason, now)?),
         };
         let saved = store
-            .save_resource(run_id, lease.fencing_token, &next, RunEffect::None)
+            .save_resource(run_id, lease.fencing_token, &next.record, next.effect)
             .await?;
         tracing::warn!(run_id = %run_id, ?action, %reason, %operator, "operator resolved attention");
         Ok(saved)
