@@ -10,6 +10,7 @@ use crate::common::app::{expect_json, expect_problem};
 crate::on_both_backends!(
     a_release_that_never_confirms_needs_an_operator,
     a_bind_that_keeps_failing_while_a_human_waits_needs_an_operator,
+    a_reply_never_waits_on_the_attention_cadence,
 );
 
 /// Retries a failing release (the backoff never exceeds five minutes) until its record
@@ -244,4 +245,35 @@ async fn a_bind_that_keeps_failing_while_a_human_waits_needs_an_operator(backend
     );
     ax.drain().await;
     assert_eq!(ax.record(&run).await["state"], "released");
+}
+
+async fn a_reply_never_waits_on_the_attention_cadence(backend: Backend) {
+    // The first release is done but its answer lost; the next ten are refused (503) before
+    // the provider looks at the key, so the release needs attention when the human answers.
+    let faults = "release=drop:times=1;release=recoverable:times=11";
+    let ax = ax_with_faults(backend, faults).await;
+    let (session, run, claim, _pid) = ax.suspended_with_work().await;
+    assert_eq!(ax.drain().await, 1);
+    fail_until_attention(&ax, &run).await;
+    assert_eq!(ax.record(&run).await["state"], "needs_attention");
+
+    ax.approve(&session).await;
+    assert_eq!(ax.drain().await, 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "needs_attention", "{record}");
+    let at: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(record["next_retry_at"].clone()).unwrap();
+    let wait = at - ax.app.store().now();
+    assert!(
+        wait <= chrono::Duration::seconds(5),
+        "the resume cadence, not the operators' 15 min: {wait}"
+    );
+
+    ax.app.advance(wait + chrono::Duration::milliseconds(1));
+    assert!(ax.drain().await >= 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "active", "{record}");
+    assert_eq!(record["generation"], claim.generation + 1, "restored");
+    let resumed = ax.claim().await;
+    assert_eq!(ax.sh(&resumed, "cat state.txt").await, "v1");
 }
