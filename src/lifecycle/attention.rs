@@ -6,12 +6,18 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::outcome::{retry_at, OutcomeResult};
-use super::rules;
-use crate::domain::resource::{ExecutionResourceRecord, ResourceEvent, ResourceState, RunEffect};
+use super::outcome::{in_progress, retry_at, Next, OutcomeResult};
+use super::rules::{self, Cadence};
+use crate::domain::resource::{ExecutionResourceRecord, ResourceEvent, ResourceState};
 use crate::domain::sandbox::{ProviderError, ReleaseDisposition};
 use crate::domain::RunId;
 use crate::store::{Store, StoreError};
+
+mod bind;
+pub use bind::{
+    bind_needs_attention, escalate_bind, give_up, BIND_ABANDONED, BIND_ATTENTION_MIN_FAILING,
+    BIND_NEEDS_ATTENTION,
+};
 
 /// When a failing release stops being routine: after `attempt_budget` failed attempts the
 /// record needs an operator and is retried only every `retry_every`.
@@ -34,14 +40,19 @@ impl Default for AttentionPolicy {
 pub const ATTENTION_MIN_FAILING: chrono::Duration = chrono::Duration::minutes(10);
 
 /// A release still failing after its budget (and at least [`ATTENTION_MIN_FAILING`]) enters
-/// `needs_attention`; once there, every
-/// retry waits `retry_every` instead of the backoff. Other records are returned unchanged.
+/// `needs_attention`; once there, every retry waits `retry_every` instead of the backoff,
+/// unless the run resumes: its human never waits on the operators' cadence. An operation
+/// still in progress is no failure. Other records are returned unchanged.
 pub fn escalate(
     mut record: ExecutionResourceRecord,
     policy: AttentionPolicy,
     now: DateTime<Utc>,
     jitter: f64,
+    cadence: Cadence,
 ) -> OutcomeResult<ExecutionResourceRecord> {
+    if in_progress(&record) {
+        return Ok(record);
+    }
     let budget = i64::from(policy.attempt_budget.max(1));
     // Quick retries (a resume waiting) use the attempts up long before the backoff would.
     let failing_since = record.release_requested_at.unwrap_or(now);
@@ -49,7 +60,7 @@ pub fn escalate(
     if record.state == ResourceState::ReleaseFailed && record.retry_count >= budget && long_enough {
         record.state = record.state.next(ResourceEvent::AttentionNeeded)?;
     }
-    if record.state == ResourceState::NeedsAttention {
+    if record.state == ResourceState::NeedsAttention && !cadence.is_resume() {
         record.next_retry_at = Some(retry_at(
             now,
             rules::with_jitter(policy.retry_every, jitter),
@@ -69,12 +80,18 @@ pub enum AttentionAction {
     /// The operator verified that the sandbox is gone: the record is `released` on that
     /// word, with `compute_released` false (no receipt said so).
     MarkReleased,
+    /// For a bind (provision, restore or attach) that keeps failing while a human waits
+    /// (`bind.needs_attention`): the run fails with `sandbox.bind_abandoned` and its record
+    /// ends without compute (a sandbox that may exist is terminated).
+    GiveUp,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AttentionError {
     #[error("the execution resource is `{0}`, not `needs_attention`")]
     NotInAttention(ResourceState),
+    #[error("the execution resource (`{0}`) has no bind that needs attention")]
+    NoBindInAttention(ResourceState),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -130,16 +147,20 @@ pub async fn resolve(
         .await?;
     let result = async {
         let record = store.get_resource(run_id).await?;
-        if record.state != ResourceState::NeedsAttention {
-            return Err(AttentionError::NotInAttention(record.state));
-        }
         let now = store.now();
         let next = match action {
-            AttentionAction::RetryNow => retry_now(record, now),
-            AttentionAction::MarkReleased => mark_released(record, reason, now)?,
+            AttentionAction::GiveUp if !bind_needs_attention(&record) => {
+                return Err(AttentionError::NoBindInAttention(record.state));
+            }
+            AttentionAction::GiveUp => give_up(record, reason, now)?,
+            _ if record.state != ResourceState::NeedsAttention => {
+                return Err(AttentionError::NotInAttention(record.state));
+            }
+            AttentionAction::RetryNow => Next::plain(retry_now(record, now)),
+            AttentionAction::MarkReleased => Next::plain(mark_released(record, reason, now)?),
         };
         let saved = store
-            .save_resource(run_id, lease.fencing_token, &next, RunEffect::None)
+            .save_resource(run_id, lease.fencing_token, &next.record, next.effect)
             .await?;
         tracing::warn!(run_id = %run_id, ?action, %reason, %operator, "operator resolved attention");
         Ok(saved)
@@ -228,13 +249,13 @@ mod tests {
             retry_every: std::time::Duration::from_secs(600),
         };
         let now = Utc::now();
-        let below = escalate(failing(2), policy, now, 0.0).unwrap();
+        let below = escalate(failing(2), policy, now, 0.0, Cadence::Release).unwrap();
         assert_eq!(below.state, ResourceState::ReleaseFailed);
         assert_eq!(
             below.next_retry_at, None,
             "below the budget the backoff stands"
         );
-        let at = escalate(failing(3), policy, now, 0.0).unwrap();
+        let at = escalate(failing(3), policy, now, 0.0, Cadence::Release).unwrap();
         assert_eq!(at.state, ResourceState::NeedsAttention);
         assert_eq!(
             at.next_retry_at,
@@ -242,7 +263,7 @@ mod tests {
                 now + chrono::Duration::seconds(600)
             ))
         );
-        let again = escalate(at.clone(), policy, now, 1.0).unwrap();
+        let again = escalate(at.clone(), policy, now, 1.0, Cadence::Release).unwrap();
         assert_eq!(again.state, ResourceState::NeedsAttention);
         assert_eq!(
             again.next_retry_at,
@@ -253,13 +274,53 @@ mod tests {
         let mut quick = failing(3);
         quick.release_requested_at = Some(now - chrono::Duration::seconds(20));
         assert_eq!(
-            escalate(quick, policy, now, 0.0).unwrap().state,
+            escalate(quick, policy, now, 0.0, Cadence::Release)
+                .unwrap()
+                .state,
             ResourceState::ReleaseFailed,
             "attempts spent in seconds, while a resume waits, are not yet a case for an operator"
         );
         let mut active = failing(50);
         active.state = ResourceState::Active;
-        assert_eq!(escalate(active.clone(), policy, now, 0.0).unwrap(), active);
+        assert_eq!(
+            escalate(active.clone(), policy, now, 0.0, Cadence::Release).unwrap(),
+            active
+        );
+    }
+
+    #[test]
+    fn attention_never_delays_a_resume_and_in_progress_is_no_failure() {
+        let policy = AttentionPolicy::default();
+        let now = Utc::now();
+        let resume = Cadence::Resume { since: now };
+        let mut r = failing(12);
+        r.next_retry_at = Some(now + chrono::Duration::seconds(2));
+        let marked = escalate(r.clone(), policy, now, 0.0, resume).unwrap();
+        assert_eq!(
+            marked.state,
+            ResourceState::NeedsAttention,
+            "operators see it"
+        );
+        assert_eq!(
+            marked.next_retry_at, r.next_retry_at,
+            "the resume cadence's retry stands"
+        );
+        let again = escalate(marked.clone(), policy, now, 0.0, resume).unwrap();
+        assert_eq!(again, marked);
+
+        let mut waiting = failing(12);
+        waiting.error = Some(ProviderError {
+            code: crate::providers::codes::OPERATION_IN_PROGRESS.into(),
+            category: "in_progress".into(),
+            message: "still archiving".into(),
+            retryable: true,
+        });
+        waiting.next_retry_at = Some(now + chrono::Duration::seconds(3));
+        assert_eq!(
+            escalate(waiting.clone(), policy, now, 0.0, Cadence::Release).unwrap(),
+            waiting,
+            "an operation in progress moves nothing toward an operator"
+        );
     }
 
     #[test]

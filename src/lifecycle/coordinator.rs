@@ -10,6 +10,7 @@ mod calls;
 mod intent;
 mod labels;
 mod rebase;
+mod resume;
 use calls::call_status;
 use labels::{action_name, failure_label};
 
@@ -234,20 +235,7 @@ impl Coordinator {
                 let next = outcome::snapshot_lost(w.record.clone());
                 self.commit(w, next).await
             }
-            Action::AbandonRelease => {
-                if !self.sandbox_ready(w).await {
-                    // An earlier attempt may have released it (its answer or its write lost).
-                    tracing::info!("resuming: the sandbox is not running; finishing the release");
-                    let record = outcome::release_unsettled(w.record.clone());
-                    return self.commit(w, Next::plain(record)).await;
-                }
-                let disposition = w.record.disposition.map_or("none", |d| d.as_str());
-                tracing::info!(disposition, "resuming: the failed release is dropped");
-                let counters = &self.store.metrics().lifecycle;
-                counters.release(disposition, "abandoned");
-                let record = outcome::abandon_release(w.record.clone())?;
-                self.commit(w, Next::plain(record)).await
-            }
+            Action::AbandonRelease => self.abandon_release(w, now).await,
             Action::Release {
                 disposition,
                 purpose,
@@ -277,9 +265,7 @@ impl Coordinator {
         if let Some(intent) = intent::release(&w.record, disposition, purpose, w.suspension(), now)
         {
             self.save(w, intent?, RunEffect::None, Last::No).await?;
-        } else if waiting_for_retry(&w.record, now) && w.run.state != RunState::Resuming {
-            // A resuming run's release whose outcome is unknown is retried at once: the human
-            // who answered does not wait out the backoff.
+        } else if w.held(now) {
             return self.defer(w).await;
         }
         let result = match self.release_request(w, now) {
@@ -308,21 +294,21 @@ impl Coordinator {
                 if receipt.duplicate {
                     counters.release_duplicate(asked.as_str());
                 }
-                outcome::release_answered(w.record.clone(), receipt, now, jitter())?
+                outcome::release_answered(w.record.clone(), receipt, now, jitter(), w.cadence())?
+            }
+            Err(e @ ProviderCallError::InProgress { .. }) => {
+                tracing::info!(error = %e, "release still in progress");
+                outcome::release_failed(w.record.clone(), e, now, jitter(), w.cadence())?
             }
             Err(e) => {
                 tracing::warn!(error = %e, "release failed");
                 counters.release_failure(failure_label(e));
                 self.forget_client_on(&w.record.provider_id, e);
-                outcome::release_failed(w.record.clone(), e, now, jitter())?
+                outcome::release_failed(w.record.clone(), e, now, jitter(), w.cadence())?
             }
         };
-        let record = match w.run.state {
-            RunState::Resuming => outcome::hurry(record, now, jitter()),
-            _ => record,
-        };
         let entered = w.record.state != ResourceState::NeedsAttention;
-        let record = attention::escalate(record, self.attention, now, jitter())?;
+        let record = attention::escalate(record, self.attention, now, jitter(), w.cadence())?;
         if entered && record.state == ResourceState::NeedsAttention {
             tracing::error!(
                 attempts = record.retry_count,
@@ -331,6 +317,7 @@ impl Coordinator {
             counters.attention_entered(asked.as_str());
         }
         let outcome = match record.state {
+            _ if outcome::in_progress(&record) => "in_progress",
             ResourceState::Released if evidence.is_some() => "released_on_inspect",
             ResourceState::Released => "released",
             ResourceState::ReleaseFailed | ResourceState::NeedsAttention => {
@@ -352,7 +339,7 @@ impl Coordinator {
         kind: BindKind,
         now: DateTime<Utc>,
     ) -> Result<Step, CoordinatorError> {
-        if waiting_for_retry(&w.record, now) {
+        if w.held(now) {
             return self.defer(w).await;
         }
         if let Some(intent) = intent::bind(&w.record, kind) {
@@ -379,12 +366,22 @@ impl Coordinator {
             Err(e) => {
                 tracing::warn!(error = %e, "{} failed", kind.as_str());
                 self.forget_client_on(&w.record.provider_id, e);
-                let mut next = outcome::bind_failed(w.record.clone(), kind, e, now, jitter())?;
-                if w.run.state == RunState::Resuming {
-                    next.record = outcome::hurry(next.record, now, jitter());
-                }
-                if next.effect == RunEffect::None {
+                let cadence = w.cadence();
+                let mut next =
+                    outcome::bind_failed(w.record.clone(), kind, e, now, jitter(), cadence)?;
+                if next.effect == RunEffect::None && !outcome::in_progress(&next.record) {
                     counters.retry(kind.as_str());
+                    let before = attention::bind_needs_attention(&w.record);
+                    next.record =
+                        attention::escalate_bind(next.record, kind, self.attention, now, cadence);
+                    if !before && attention::bind_needs_attention(&next.record) {
+                        tracing::error!(
+                            attempts = next.record.retry_count,
+                            "the {} keeps failing while a human waits: it needs an operator",
+                            kind.as_str()
+                        );
+                        counters.attention_entered(kind.as_str());
+                    }
                 }
                 next
             }

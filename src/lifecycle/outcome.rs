@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::rules::{self, Blockers};
+use super::rules::{self, Blockers, Cadence};
 use crate::domain::interaction::SuspensionReason;
 use crate::domain::resource::ExecutionResourceRecord;
 use crate::domain::resource::ReleasePurpose;
@@ -13,9 +13,12 @@ use crate::domain::sandbox::ProviderError;
 use crate::domain::sandbox::ReleaseDisposition;
 use crate::domain::SuspensionId;
 use crate::providers::client::ProviderCallError;
-use crate::providers::wire::{SandboxHandle, SandboxReleaseReceipt};
+use crate::providers::codes::OPERATION_IN_PROGRESS;
+use crate::providers::wire::SandboxReleaseReceipt;
 
+mod bind;
 mod handles;
+pub use bind::{begin_bind, bind_failed, bind_idempotency_key, bind_succeeded, BindKind};
 pub use handles::{bind_mismatched, handle_mismatch, HANDLE_MISMATCH};
 
 pub type OutcomeResult<T> = Result<T, ResourceTransitionError>;
@@ -32,33 +35,6 @@ impl Next {
         Next {
             record,
             effect: RunEffect::None,
-        }
-    }
-}
-
-/// How compute is (re)bound to a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BindKind {
-    Provision,
-    Restore,
-    Attach,
-}
-
-impl BindKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BindKind::Provision => "provision",
-            BindKind::Restore => "restore",
-            BindKind::Attach => "attach",
-        }
-    }
-
-    /// The problem code a run fails with when this bind cannot succeed.
-    pub fn failure_code(self) -> &'static str {
-        match self {
-            BindKind::Provision => "sandbox.provision_failed",
-            BindKind::Restore => "sandbox.restore_failed",
-            BindKind::Attach => "sandbox.attach_failed",
         }
     }
 }
@@ -103,46 +79,40 @@ pub fn is_auth_refusal(status: u16) -> bool {
 
 pub const SNAPSHOT_LOST: &str = "sandbox.snapshot_lost";
 
-/// Deterministic, so every retry of the same bind (by any replica) reuses it.
-pub fn bind_idempotency_key(record: &ExecutionResourceRecord, kind: BindKind) -> String {
-    format!(
-        "{}:g{}:{}",
-        record.run_id,
-        record.generation + 1,
-        kind.as_str()
-    )
-}
-
-/// Retry in `now + backoff(retry_count)`, jittered by `jitter` in `[-1, 1]`.
+/// One more failed attempt, retried after the cadence's wait.
 fn schedule_retry(
     record: &mut ExecutionResourceRecord,
     error: ProviderError,
     now: DateTime<Utc>,
     jitter: f64,
+    cadence: Cadence,
 ) {
     record.retry_count = record.retry_count.saturating_add(1);
     let attempts = u32::try_from(record.retry_count).unwrap_or(u32::MAX);
-    let delay = rules::with_jitter(rules::backoff(attempts), jitter);
-    record.next_retry_at = Some(retry_at(now, delay));
+    record.next_retry_at = Some(retry_at(now, cadence.delay(attempts, now, jitter)));
     record.error = Some(error);
 }
 
-/// A retry for a run whose human is waiting (it resumes) comes within a second, not after
-/// the backoff a suspended run can afford.
-pub fn hurry(
-    mut record: ExecutionResourceRecord,
+/// The provider still works on the operation under its key: not a failure. The state and
+/// the count of attempts stay; the same key is asked again after `retry_after` (at most the
+/// cadence's cap).
+fn wait_in_progress(
+    record: &mut ExecutionResourceRecord,
+    err: &ProviderCallError,
+    retry_after: std::time::Duration,
     now: DateTime<Utc>,
-    jitter: f64,
-) -> ExecutionResourceRecord {
-    let attempts = u32::try_from(record.retry_count).unwrap_or(u32::MAX);
-    let soon = retry_at(
-        now,
-        rules::with_jitter(rules::urgent_backoff(attempts), jitter),
-    );
-    if record.next_retry_at.is_some_and(|at| at > soon) {
-        record.next_retry_at = Some(soon);
-    }
+    cadence: Cadence,
+) {
+    record.next_retry_at = Some(retry_at(now, retry_after.min(cadence.cap())));
+    record.error = Some(err.to_provider_error());
+}
+
+/// Whether the record's last answer was the provider's word that the operation still runs.
+pub fn in_progress(record: &ExecutionResourceRecord) -> bool {
     record
+        .error
+        .as_ref()
+        .is_some_and(|e| e.code == OPERATION_IN_PROGRESS)
 }
 
 pub(super) fn retry_at(now: DateTime<Utc>, delay: std::time::Duration) -> DateTime<Utc> {
@@ -175,9 +145,10 @@ pub fn abandon_release(
     Ok(record)
 }
 
-/// A resuming run's failed release whose sandbox is not running (an earlier attempt may have
-/// done it, its answer or its write lost): the outcome is unknown, so the release is finished
-/// under its key at once, before anything is attached.
+/// A resuming run's failed release whose sandbox the provider reports not running (an earlier
+/// attempt may have done it, its answer or its write lost): the outcome is unknown, so the
+/// release is finished under its key before anything is attached, at once: the provider
+/// answered, and a backoff from before the reply does not hold a resume.
 pub fn release_unsettled(mut record: ExecutionResourceRecord) -> ExecutionResourceRecord {
     record.error = Some(ProviderError {
         code: "release.unsettled".into(),
@@ -186,6 +157,29 @@ pub fn release_unsettled(mut record: ExecutionResourceRecord) -> ExecutionResour
         retryable: true,
     });
     record.next_retry_at = None;
+    record
+}
+
+/// The `error.code` of a resuming run's failed release whose sandbox could not be inspected.
+pub const INSPECT_FAILED: &str = "release.inspect_failed";
+
+/// A resuming run's failed release whose sandbox could not be inspected (the provider down):
+/// nothing is known of the sandbox, so nothing changes but the wait, which counts as an
+/// attempt. The release's outcome is not made unknown by a failed read.
+pub fn inspect_failed(
+    mut record: ExecutionResourceRecord,
+    err: &ProviderCallError,
+    now: DateTime<Utc>,
+    jitter: f64,
+    cadence: Cadence,
+) -> ExecutionResourceRecord {
+    let error = ProviderError {
+        code: INSPECT_FAILED.into(),
+        category: "unavailable".into(),
+        message: format!("the sandbox could not be inspected: {err}"),
+        retryable: true,
+    };
+    schedule_retry(&mut record, error, now, jitter, cadence);
     record
 }
 
@@ -264,6 +258,7 @@ pub fn release_answered(
     receipt: &SandboxReleaseReceipt,
     now: DateTime<Utc>,
     jitter: f64,
+    cadence: Cadence,
 ) -> OutcomeResult<ExecutionResourceRecord> {
     if !receipt.compute_released {
         let error = ProviderError {
@@ -275,7 +270,7 @@ pub fn release_answered(
             ),
             retryable: true,
         };
-        return release_attempt_failed(record, error, now, jitter);
+        return release_attempt_failed(record, error, now, jitter, cadence);
     }
     let mut record = record;
     record.state = record.state.next(ResourceEvent::ReleaseConfirmed)?;
@@ -346,27 +341,32 @@ fn release_attempt_failed(
     error: ProviderError,
     now: DateTime<Utc>,
     jitter: f64,
+    cadence: Cadence,
 ) -> OutcomeResult<ExecutionResourceRecord> {
     record.state = record.state.next(ResourceEvent::ReleaseAttemptFailed)?;
-    schedule_retry(&mut record, error, now, jitter);
+    schedule_retry(&mut record, error, now, jitter, cadence);
     Ok(record)
 }
 
 /// A release call failed. A broken sandbox (a terminal error) is never left as if it ran:
 /// it gets a forced `terminate` under a new key, and a lost snapshot is recorded. A failing
-/// `terminate` can only be retried.
+/// `terminate` can only be retried. A release still in progress keeps its state and waits.
 pub fn release_failed(
-    record: ExecutionResourceRecord,
+    mut record: ExecutionResourceRecord,
     err: &ProviderCallError,
     now: DateTime<Utc>,
     jitter: f64,
+    cadence: Cadence,
 ) -> OutcomeResult<ExecutionResourceRecord> {
+    if let ProviderCallError::InProgress { retry_after, .. } = err {
+        wait_in_progress(&mut record, err, *retry_after, now, cadence);
+        return Ok(record);
+    }
     let forced = classify(err) == FailureClass::Final
         && record.disposition != Some(ReleaseDisposition::Terminate);
     if !forced {
-        return release_attempt_failed(record, err.to_provider_error(), now, jitter);
+        return release_attempt_failed(record, err.to_provider_error(), now, jitter, cadence);
     }
-    let mut record = record;
     let lost_snapshot = record.disposition == Some(ReleaseDisposition::SnapshotAndTerminate);
     record = begin_release(
         record,
@@ -379,87 +379,6 @@ pub fn release_failed(
     record.sandbox_checkpoint = None;
     record.error = Some(err.to_provider_error());
     Ok(record)
-}
-
-/// The intent written before a provision or restore is sent: the key, so a run that ends
-/// meanwhile knows compute may exist. From `released` this is the move to `restore_requested`.
-pub fn begin_bind(
-    mut record: ExecutionResourceRecord,
-    kind: BindKind,
-) -> OutcomeResult<ExecutionResourceRecord> {
-    if record.state == ResourceState::Released {
-        record.state = record.state.next(ResourceEvent::RestoreDue)?;
-    }
-    // Only a state that a ready sandbox can complete may start a bind.
-    record.state.next(ResourceEvent::Ready)?;
-    let key = bind_idempotency_key(&record, kind);
-    if record.bind_idempotency_key.as_deref() != Some(key.as_str()) {
-        record.bind_idempotency_key = Some(key);
-    }
-    Ok(record)
-}
-
-/// A ready sandbox: the next generation, with every release and retry field cleared.
-pub fn bind_succeeded(
-    mut record: ExecutionResourceRecord,
-    kind: BindKind,
-    handle: &SandboxHandle,
-) -> OutcomeResult<ExecutionResourceRecord> {
-    let event = match kind {
-        BindKind::Attach => ResourceEvent::Attach,
-        BindKind::Provision | BindKind::Restore => ResourceEvent::Ready,
-    };
-    record.state = record.state.next(event)?;
-    record.generation += 1;
-    record.provider_generation = i64::try_from(handle.generation).ok();
-    record.sandbox_ref = Some(handle.r#ref.clone().into());
-    record.bind_idempotency_key = None;
-    record.disposition = None;
-    record.sandbox_checkpoint = None;
-    record.checkpoint_lost = false;
-    record.blocking_job_ids.clear();
-    record.blocking_child_run_ids.clear();
-    record.release_idempotency_key = None;
-    record.release_purpose = None;
-    record.release_requested_at = None;
-    record.released_at = None;
-    record.compute_released = false;
-    record.error = None;
-    clear_retry(&mut record);
-    Ok(record)
-}
-
-/// A provision, restore or attach failed. Retryable: stay and back off. Otherwise the run
-/// fails; a provision or restore leaves no compute (`released` through `Abandon`), while a
-/// sandbox that could not be attached stays due so it gets terminated.
-pub fn bind_failed(
-    mut record: ExecutionResourceRecord,
-    kind: BindKind,
-    err: &ProviderCallError,
-    now: DateTime<Utc>,
-    jitter: f64,
-) -> OutcomeResult<Next> {
-    if classify(err) == FailureClass::Retry {
-        if kind != BindKind::Attach {
-            record.state = record.state.next(ResourceEvent::BindFailed)?;
-        }
-        schedule_retry(&mut record, err.to_provider_error(), now, jitter);
-        return Ok(Next::plain(record));
-    }
-    let error = err.to_provider_error();
-    let effect = RunEffect::Fail {
-        code: kind.failure_code().into(),
-        message: format!("the sandbox {} failed: {}", kind.as_str(), error.message),
-    };
-    record = match kind {
-        BindKind::Attach => {
-            clear_retry(&mut record);
-            record
-        }
-        BindKind::Provision | BindKind::Restore => abandon(record)?,
-    };
-    record.error = Some(error);
-    Ok(Next { record, effect })
 }
 
 /// The sandbox checkpoint is gone: the resuming run fails instead of hanging.

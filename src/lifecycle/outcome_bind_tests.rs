@@ -1,6 +1,7 @@
 //! Binding, blocking and abandoning.
 
 use super::*;
+use crate::lifecycle::rules::Cadence;
 
 #[test]
 fn binding_writes_a_deterministic_key_first() {
@@ -53,9 +54,16 @@ fn a_ready_sandbox_is_the_next_generation_with_everything_cleared() {
         BindKind::Restore,
     )
     .unwrap();
-    r = bind_failed(r, BindKind::Restore, &recoverable(), t, 0.0)
-        .unwrap()
-        .record;
+    r = bind_failed(
+        r,
+        BindKind::Restore,
+        &recoverable(),
+        t,
+        0.0,
+        Cadence::Release,
+    )
+    .unwrap()
+    .record;
     assert_eq!(r.retry_count, 1);
     let restored = SandboxHandle {
         generation: 5,
@@ -100,16 +108,40 @@ fn retryable_bind_failures_stay_and_back_off() {
     let t = now();
     let r = begin_bind(record(ResourceState::Provisioning), BindKind::Provision).unwrap();
     let key = r.bind_idempotency_key.clone();
-    let next = bind_failed(r, BindKind::Provision, &recoverable(), t, 0.0).unwrap();
+    let next = bind_failed(
+        r,
+        BindKind::Provision,
+        &recoverable(),
+        t,
+        0.0,
+        Cadence::Release,
+    )
+    .unwrap();
     assert_eq!(next.effect, RunEffect::None);
     assert_eq!(next.record.state, ResourceState::Provisioning);
     assert_eq!(next.record.bind_idempotency_key, key);
     assert_eq!(next.record.next_retry_at, Some(t + Duration::seconds(1)));
-    let again = bind_failed(next.record, BindKind::Provision, &recoverable(), t, 0.0).unwrap();
+    let again = bind_failed(
+        next.record,
+        BindKind::Provision,
+        &recoverable(),
+        t,
+        0.0,
+        Cadence::Release,
+    )
+    .unwrap();
     assert_eq!(again.record.next_retry_at, Some(t + Duration::seconds(2)));
 
     let blocked = record(ResourceState::ReleaseBlocked);
-    let next = bind_failed(blocked, BindKind::Attach, &recoverable(), t, 0.0).unwrap();
+    let next = bind_failed(
+        blocked,
+        BindKind::Attach,
+        &recoverable(),
+        t,
+        0.0,
+        Cadence::Release,
+    )
+    .unwrap();
     assert_eq!(next.record.state, ResourceState::ReleaseBlocked);
     assert_eq!(next.record.retry_count, 1);
 }
@@ -118,7 +150,7 @@ fn retryable_bind_failures_stay_and_back_off() {
 fn final_bind_failures_fail_the_run_and_leave_no_compute_behind() {
     let t = now();
     let r = begin_bind(record(ResourceState::Provisioning), BindKind::Provision).unwrap();
-    let next = bind_failed(r, BindKind::Provision, &refused(), t, 0.0).unwrap();
+    let next = bind_failed(r, BindKind::Provision, &refused(), t, 0.0, Cadence::Release).unwrap();
     assert_eq!(next.record.state, ResourceState::Released);
     assert!(!next.record.compute_released, "nothing was ever released");
     assert_eq!(next.record.bind_idempotency_key, None);
@@ -131,7 +163,7 @@ fn final_bind_failures_fail_the_run_and_leave_no_compute_behind() {
     let mut released = record(ResourceState::Released);
     released.sandbox_checkpoint = Some(checkpoint());
     let r = begin_bind(released, BindKind::Restore).unwrap();
-    let next = bind_failed(r, BindKind::Restore, &terminal(), t, 0.0).unwrap();
+    let next = bind_failed(r, BindKind::Restore, &terminal(), t, 0.0, Cadence::Release).unwrap();
     assert_eq!(next.record.state, ResourceState::Released);
     assert!(matches!(
         next.effect,
@@ -139,7 +171,15 @@ fn final_bind_failures_fail_the_run_and_leave_no_compute_behind() {
     ));
 
     let active = record(ResourceState::ReleaseBlocked);
-    let next = bind_failed(active, BindKind::Attach, &refused(), t, 0.0).unwrap();
+    let next = bind_failed(
+        active,
+        BindKind::Attach,
+        &refused(),
+        t,
+        0.0,
+        Cadence::Release,
+    )
+    .unwrap();
     assert_eq!(
         next.record.state,
         ResourceState::ReleaseBlocked,

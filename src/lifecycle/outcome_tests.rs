@@ -2,7 +2,9 @@ use super::*;
 use crate::domain::sandbox::{CheckpointRef, SandboxRef};
 use crate::domain::sandbox::{ResolvedSandboxSpec, WorkspaceMode};
 use crate::domain::{JobId, RunId};
+use crate::lifecycle::rules::Cadence;
 use crate::providers::client::UncertainKind;
+use crate::providers::wire::SandboxHandle;
 use crate::providers::wire::{ProviderError as WireError, SandboxState};
 use chrono::Duration;
 
@@ -220,7 +222,7 @@ fn a_release_starts_by_writing_its_key_and_purpose() {
 fn a_release_re_issued_for_an_ended_run_gets_its_own_key_and_keeps_its_start() {
     let (r, sus, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
     let later = t + chrono::Duration::seconds(9);
-    let failed = release_failed(r, &recoverable(), later, 0.0).unwrap();
+    let failed = release_failed(r, &recoverable(), later, 0.0, Cadence::Release).unwrap();
     assert_eq!(failed.state, ResourceState::ReleaseFailed);
     let old_key = failed.release_idempotency_key.clone().unwrap();
     let r = begin_release(
@@ -256,6 +258,7 @@ fn a_consistent_snapshot_receipt_releases_and_keeps_the_checkpoint() {
         &receipt(ReleaseDisposition::SnapshotAndTerminate, true),
         t,
         0.0,
+        Cadence::Release,
     )
     .unwrap();
     assert_eq!(done.state, ResourceState::Released);
@@ -272,8 +275,14 @@ fn a_consistent_snapshot_receipt_releases_and_keeps_the_checkpoint() {
 fn a_terminate_receipt_keeps_no_checkpoint() {
     let (mut r, _, _) = releasing(ReleaseDisposition::Terminate);
     r.sandbox_checkpoint = Some(checkpoint());
-    let done =
-        release_answered(r, &receipt(ReleaseDisposition::Terminate, true), now(), 0.0).unwrap();
+    let done = release_answered(
+        r,
+        &receipt(ReleaseDisposition::Terminate, true),
+        now(),
+        0.0,
+        Cadence::Release,
+    )
+    .unwrap();
     assert_eq!(done.state, ResourceState::Released);
     assert_eq!(done.sandbox_checkpoint, None);
 }
@@ -282,8 +291,14 @@ fn a_terminate_receipt_keeps_no_checkpoint() {
 fn a_receipt_that_keeps_compute_is_never_counted_released() {
     let (r, _, _) = releasing(ReleaseDisposition::Terminate);
     let t = now();
-    let not_done =
-        release_answered(r, &receipt(ReleaseDisposition::Terminate, false), t, 0.0).unwrap();
+    let not_done = release_answered(
+        r,
+        &receipt(ReleaseDisposition::Terminate, false),
+        t,
+        0.0,
+        Cadence::Release,
+    )
+    .unwrap();
     assert_eq!(not_done.state, ResourceState::ReleaseFailed);
     assert!(!not_done.compute_released);
     assert_eq!(not_done.released_at, None);
@@ -296,7 +311,14 @@ fn a_receipt_that_keeps_compute_is_never_counted_released() {
 
     // The same holds for a detach receipt, were one ever asked for.
     let (r, _, _) = releasing(ReleaseDisposition::Detach);
-    let kept = release_answered(r, &receipt(ReleaseDisposition::Detach, false), t, 0.0).unwrap();
+    let kept = release_answered(
+        r,
+        &receipt(ReleaseDisposition::Detach, false),
+        t,
+        0.0,
+        Cadence::Release,
+    )
+    .unwrap();
     assert_eq!(kept.state, ResourceState::ReleaseFailed);
     assert!(!kept.compute_released);
 }
@@ -318,7 +340,7 @@ fn retryable_release_failures_back_off_with_the_same_key() {
     ];
     let mut r = r;
     for (n, err) in failures.iter().enumerate() {
-        r = release_failed(r, err, t, 0.0).unwrap();
+        r = release_failed(r, err, t, 0.0, Cadence::Release).unwrap();
         assert_eq!(r.state, ResourceState::ReleaseFailed);
         assert_eq!(r.retry_count, n as i64 + 1);
         let delay = Duration::seconds(1 << n);
@@ -328,11 +350,11 @@ fn retryable_release_failures_back_off_with_the_same_key() {
         assert!(!r.checkpoint_lost);
     }
     r.retry_count = 20;
-    let capped = release_failed(r.clone(), &recoverable(), t, 0.0).unwrap();
+    let capped = release_failed(r.clone(), &recoverable(), t, 0.0, Cadence::Release).unwrap();
     assert_eq!(capped.next_retry_at, Some(t + Duration::seconds(300)));
-    let late = release_failed(r.clone(), &recoverable(), t, 1.0).unwrap();
+    let late = release_failed(r.clone(), &recoverable(), t, 1.0, Cadence::Release).unwrap();
     assert_eq!(late.next_retry_at, Some(t + Duration::seconds(330)));
-    let early = release_failed(r, &recoverable(), t, -1.0).unwrap();
+    let early = release_failed(r, &recoverable(), t, -1.0, Cadence::Release).unwrap();
     assert_eq!(early.next_retry_at, Some(t + Duration::seconds(270)));
 }
 
@@ -340,7 +362,7 @@ fn retryable_release_failures_back_off_with_the_same_key() {
 fn a_refused_release_is_retried_with_its_key_and_keeps_the_snapshot() {
     let (r, _, requested) = releasing(ReleaseDisposition::SnapshotAndTerminate);
     let key = r.release_idempotency_key.clone();
-    let failed = release_failed(r, &refused(), requested, 0.0).unwrap();
+    let failed = release_failed(r, &refused(), requested, 0.0, Cadence::Release).unwrap();
     assert_eq!(failed.state, ResourceState::ReleaseFailed);
     assert_eq!(
         failed.disposition,
@@ -356,7 +378,7 @@ fn a_refused_release_is_retried_with_its_key_and_keeps_the_snapshot() {
 #[test]
 fn an_abandoned_release_keeps_the_sandbox_active_with_nothing_pending() {
     let (r, _, requested) = releasing(ReleaseDisposition::SnapshotAndTerminate);
-    let failed = release_failed(r, &recoverable(), requested, 0.0).unwrap();
+    let failed = release_failed(r, &recoverable(), requested, 0.0, Cadence::Release).unwrap();
     let kept = abandon_release(failed.clone()).unwrap();
     assert_eq!(kept.state, ResourceState::Active);
     assert_eq!(kept.generation, failed.generation);
@@ -380,10 +402,10 @@ fn a_terminal_error_forces_a_terminate_under_a_new_key_and_loses_the_snapshot() 
     {
         let err = terminal();
         let (mut r, sus, requested) = releasing(ReleaseDisposition::SnapshotAndTerminate);
-        r = release_failed(r, &recoverable(), requested, 0.0).unwrap();
+        r = release_failed(r, &recoverable(), requested, 0.0, Cadence::Release).unwrap();
         let old_key = r.release_idempotency_key.clone();
         let t = requested + Duration::seconds(10);
-        let forced = release_failed(r, &err, t, 0.0).unwrap();
+        let forced = release_failed(r, &err, t, 0.0, Cadence::Release).unwrap();
         assert_eq!(forced.state, ResourceState::ReleaseRequested);
         assert_eq!(forced.disposition, Some(ReleaseDisposition::Terminate));
         assert_eq!(
@@ -412,6 +434,7 @@ fn a_terminal_error_forces_a_terminate_under_a_new_key_and_loses_the_snapshot() 
             &receipt(ReleaseDisposition::Terminate, true),
             t,
             0.0,
+            Cadence::Release,
         )
         .unwrap();
         assert_eq!(done.state, ResourceState::Released);
@@ -424,7 +447,7 @@ fn a_terminal_error_forces_a_terminate_under_a_new_key_and_loses_the_snapshot() 
 fn a_terminal_error_on_a_terminate_is_retried_not_re_forced() {
     let (r, _, t) = releasing(ReleaseDisposition::Terminate);
     let key = r.release_idempotency_key.clone();
-    let r = release_failed(r, &terminal(), t, 0.0).unwrap();
+    let r = release_failed(r, &terminal(), t, 0.0, Cadence::Release).unwrap();
     assert_eq!(r.state, ResourceState::ReleaseFailed);
     assert_eq!(r.release_idempotency_key, key);
     assert_eq!(r.retry_count, 1);
@@ -434,8 +457,8 @@ fn a_terminal_error_on_a_terminate_is_retried_not_re_forced() {
 #[test]
 fn a_forced_terminate_that_fails_is_retried_and_the_snapshot_stays_lost() {
     let (r, _, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
-    let forced = release_failed(r, &terminal(), t, 0.0).unwrap();
-    let again = release_failed(forced, &terminal(), t, 0.0).unwrap();
+    let forced = release_failed(r, &terminal(), t, 0.0, Cadence::Release).unwrap();
+    let again = release_failed(forced, &terminal(), t, 0.0, Cadence::Release).unwrap();
     assert_eq!(again.state, ResourceState::ReleaseFailed);
     assert!(again.checkpoint_lost, "a lost snapshot stays lost");
 }
@@ -454,7 +477,7 @@ fn an_inspect_can_confirm_a_terminate_and_keeps_a_forced_one_reason() {
     assert_eq!(done.error.as_ref().unwrap().code, RELEASED_ON_INSPECT);
 
     let (r, _, requested) = releasing(ReleaseDisposition::SnapshotAndTerminate);
-    let forced = release_failed(r, &terminal(), requested, 0.0).unwrap();
+    let forced = release_failed(r, &terminal(), requested, 0.0, Cadence::Release).unwrap();
     let done =
         release_confirmed_by_inspect(forced, "the provider knows it no more", None, t).unwrap();
     let error = done.error.unwrap();
@@ -468,3 +491,6 @@ fn an_inspect_can_confirm_a_terminate_and_keeps_a_forced_one_reason() {
     assert!(done.checkpoint_lost);
     assert!(release_confirmed_by_inspect(record(ResourceState::Active), "x", None, t).is_err());
 }
+
+#[path = "outcome/resume_tests.rs"]
+mod resume;

@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::outcome;
 use super::rules::{self, Blockers, ResumePlan};
 use crate::domain::interaction::SuspensionReason;
 use crate::domain::job::Job;
@@ -99,6 +100,15 @@ pub fn plan(input: &PlanInput<'_>) -> Action {
         {
             end_release
         }
+        // The provider called the sandbox broken and the snapshot with it: the human is told at
+        // once, and the terminate goes on as the end of the run.
+        S::ReleaseRequested | S::ReleaseFailed | S::NeedsAttention
+            if resuming
+                && record.release_purpose == Some(ReleasePurpose::ForcedTerminate)
+                && record.checkpoint_lost =>
+        {
+            Action::FailSnapshotLost
+        }
         S::ReleaseFailed | S::NeedsAttention
             if resuming
                 && record.release_purpose.unwrap_or(ReleasePurpose::Suspend)
@@ -136,24 +146,21 @@ fn resume_plan_of(record: &ExecutionResourceRecord) -> ResumePlan {
         record.disposition,
         record.sandbox_checkpoint.is_some(),
         record.checkpoint_lost,
-        // No recorded error is no evidence of a running sandbox.
-        record.error.as_ref().is_none_or(|e| e.outcome_unknown()),
+        // No recorded error is no evidence of a running sandbox, nor is an operation under way.
+        record.error.as_ref().is_none_or(|e| e.outcome_unknown()) || outcome::in_progress(record),
     )
 }
 
 /// When the coordinator should next look at `record`, given the plan's next action for it:
-/// the one rule for `due_at`. A pending retry waits for its time; a record the plan has
-/// nothing to do for (idle, blocked, or a sandbox just bound for a resuming run that the
-/// runtime now waits for) is not due; anything else is due now.
+/// the one rule for `due_at`. A pending retry waits for its time, whatever the action (even
+/// dropping a release asks the provider first); a record the plan has nothing to do for
+/// (idle, blocked, or a sandbox just bound for a resuming run that the runtime now waits for)
+/// is not due; anything else is due now.
 pub fn due_at(
     record: &ExecutionResourceRecord,
     next: &Action,
     now: DateTime<Utc>,
 ) -> Option<DateTime<Utc>> {
-    // Dropping a release calls no provider, so it has no retry to wait for.
-    if *next == Action::AbandonRelease {
-        return Some(now);
-    }
     if let Some(at) = record.next_retry_at.filter(|at| *at > now) {
         return Some(at);
     }

@@ -244,12 +244,56 @@ fn pending_releases_continue_with_their_own_disposition() {
         "a broken sandbox is never kept"
     );
     let now = Utc::now();
-    r.next_retry_at = Some(now + chrono::Duration::seconds(60));
+    assert_eq!(due_at(&r, &Action::AbandonRelease, now), Some(now));
+    let later = now + chrono::Duration::seconds(2);
+    r.next_retry_at = Some(later);
     assert_eq!(
         due_at(&r, &Action::AbandonRelease, now),
-        Some(now),
-        "no backoff to wait out"
+        Some(later),
+        "dropping a release asks the provider first: a failed ask waits its backoff"
     );
+    // A release the provider still works on is not dropped: it is finished first.
+    r.error = Some(crate::domain::sandbox::ProviderError {
+        code: crate::providers::codes::OPERATION_IN_PROGRESS.into(),
+        category: "in_progress".into(),
+        message: "still archiving".into(),
+        retryable: true,
+    });
+    assert_eq!(plan_for(RunState::Resuming, &r, &[], None), want);
+}
+
+#[test]
+fn a_forced_terminate_that_lost_the_snapshot_fails_a_resume_at_once() {
+    for state in [
+        ResourceState::ReleaseRequested,
+        ResourceState::ReleaseFailed,
+        ResourceState::NeedsAttention,
+    ] {
+        let mut r = record(state, WorkspaceMode::Isolated);
+        r.disposition = Some(ReleaseDisposition::Terminate);
+        r.release_purpose = Some(ReleasePurpose::ForcedTerminate);
+        r.checkpoint_lost = true;
+        assert_eq!(
+            plan_for(RunState::Resuming, &r, &[], None),
+            Action::FailSnapshotLost,
+            "{state}: the human does not wait for the terminate"
+        );
+        let terminate = Action::Release {
+            disposition: ReleaseDisposition::Terminate,
+            purpose: ReleasePurpose::ForcedTerminate,
+        };
+        assert_eq!(
+            plan_for(RunState::Failed, &r, &[], None),
+            terminate,
+            "{state}: the terminate goes on as the end of the run"
+        );
+        r.checkpoint_lost = false;
+        assert_eq!(
+            plan_for(RunState::Resuming, &r, &[], None),
+            terminate,
+            "{state}: without a lost snapshot the terminate is finished first"
+        );
+    }
 }
 
 #[test]

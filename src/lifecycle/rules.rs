@@ -3,10 +3,13 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use crate::domain::interaction::SuspensionReason;
 use crate::domain::job::{ExecutionAffinity, Job, PauseBehavior};
 use crate::domain::resource::ReleasePurpose;
 use crate::domain::resource::ResourceState;
+use crate::domain::run::RunState;
 use crate::domain::sandbox::{ReleaseDisposition, ResolvedSandboxSpec};
 use crate::domain::{JobId, RunId, SuspensionId};
 
@@ -89,12 +92,61 @@ pub fn backoff(retry_count: u32) -> Duration {
     Duration::from_secs(1u64 << exp).min(BACKOFF_CAP)
 }
 
-pub const URGENT_BACKOFF_CAP: Duration = Duration::from_secs(1);
+pub const RESUME_BACKOFF_FLOOR: Duration = Duration::from_millis(250);
+pub const RESUME_BACKOFF_CAP: Duration = Duration::from_secs(5);
 
-/// While a human waits for a resume: `min(1 s, 250 ms × 2^(retry_count − 1))`.
-pub fn urgent_backoff(retry_count: u32) -> Duration {
-    let exp = retry_count.saturating_sub(1).min(16);
-    (Duration::from_millis(250) * (1u32 << exp)).min(URGENT_BACKOFF_CAP)
+/// While a human waits for a resume, a failed call waits as long as the human has waited
+/// since the reply, from 0.25 s to 5 s: the tries come 0.25 s, 0.5 s, 1 s, 2 s, 4 s and 8 s
+/// after the reply (the wait doubling with each attempt), then every 5 s, whatever the
+/// record counted before the reply.
+pub fn resume_backoff(waited: Duration) -> Duration {
+    waited.clamp(RESUME_BACKOFF_FLOOR, RESUME_BACKOFF_CAP)
+}
+
+/// How soon a failed provider call is tried again: the one rule for every retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cadence {
+    /// Nobody waits on the call (the run is suspended or ended): [`backoff`] by attempt, and
+    /// an operator's cadence once a release needs attention.
+    Release,
+    /// The run resumes: its human answered at `since` and waits.
+    Resume { since: DateTime<Utc> },
+}
+
+impl Cadence {
+    /// `run_updated_at` is when the run last changed status: for a resuming run, the reply.
+    pub fn of(run_state: RunState, run_updated_at: DateTime<Utc>) -> Cadence {
+        match run_state {
+            RunState::Resuming => Cadence::Resume {
+                since: run_updated_at,
+            },
+            _ => Cadence::Release,
+        }
+    }
+
+    pub fn is_resume(self) -> bool {
+        matches!(self, Cadence::Resume { .. })
+    }
+
+    /// The cap of this cadence's backoff; an operation in progress waits no longer.
+    pub fn cap(self) -> Duration {
+        match self {
+            Cadence::Release => BACKOFF_CAP,
+            Cadence::Resume { .. } => RESUME_BACKOFF_CAP,
+        }
+    }
+
+    /// The wait after the `attempts`-th failed attempt at `now`, jittered by `jitter` in
+    /// `[-1, 1]`; a resume's never beyond its cap.
+    pub fn delay(self, attempts: u32, now: DateTime<Utc>, jitter: f64) -> Duration {
+        match self {
+            Cadence::Release => with_jitter(backoff(attempts), jitter),
+            Cadence::Resume { since } => {
+                let waited = (now - since).to_std().unwrap_or_default();
+                with_jitter(resume_backoff(waited), jitter).min(RESUME_BACKOFF_CAP)
+            }
+        }
+    }
 }
 
 /// Applies a jitter factor in `[-1, 1]` scaled to at most ±10 %.
@@ -159,7 +211,6 @@ mod tests {
     use super::*;
     use crate::domain::job::JobState;
     use crate::domain::sandbox::WorkspaceMode;
-    use chrono::Utc;
 
     fn spec(mode: WorkspaceMode) -> ResolvedSandboxSpec {
         ResolvedSandboxSpec::example("local", mode)
@@ -281,9 +332,6 @@ mod tests {
         let secs: Vec<u64> = (1..=12).map(|n| backoff(n).as_secs()).collect();
         assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
         assert_eq!(backoff(u32::MAX), BACKOFF_CAP);
-        let ms: Vec<u128> = (1..=5).map(|n| urgent_backoff(n).as_millis()).collect();
-        assert_eq!(ms, [250, 500, 1000, 1000, 1000]);
-        assert_eq!(urgent_backoff(u32::MAX), URGENT_BACKOFF_CAP);
         assert_eq!(
             with_jitter(Duration::from_secs(100), 1.0),
             Duration::from_secs(110)
@@ -292,6 +340,44 @@ mod tests {
             with_jitter(Duration::from_secs(100), -5.0),
             Duration::from_secs(90)
         );
+    }
+
+    #[test]
+    fn a_resume_retries_from_a_quarter_second_doubling_to_five() {
+        let since = Utc::now();
+        let resume = Cadence::Resume { since };
+        let at = |ms: i64| since + chrono::Duration::milliseconds(ms);
+        // Each try waits as long as the human has waited: the tries double apart.
+        let mut t = 0;
+        let mut waits = vec![];
+        for attempt in 1..=8 {
+            let wait = resume.delay(attempt, at(t), 0.0).as_millis();
+            waits.push(wait);
+            t += i64::try_from(wait).unwrap();
+        }
+        assert_eq!(waits, [250, 250, 500, 1000, 2000, 4000, 5000, 5000]);
+        assert_eq!(
+            resume.delay(1, at(3_600_000), 1.0),
+            RESUME_BACKOFF_CAP,
+            "jitter never passes the cap"
+        );
+        assert_eq!(
+            resume.delay(1, at(3_600_000), -1.0),
+            Duration::from_millis(4500)
+        );
+        assert_eq!(
+            resume.delay(1, at(-5_000), 0.0),
+            RESUME_BACKOFF_FLOOR,
+            "a clock behind the reply waits the floor"
+        );
+        assert_eq!(
+            Cadence::Release.delay(3, at(0), 0.0),
+            Duration::from_secs(4),
+            "a suspended run keeps the release backoff"
+        );
+        assert_eq!(Cadence::of(RunState::Resuming, since), resume);
+        assert_eq!(Cadence::of(RunState::Suspended, since), Cadence::Release);
+        assert_eq!(Cadence::Release.cap(), BACKOFF_CAP);
     }
 
     #[test]

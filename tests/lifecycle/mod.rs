@@ -38,6 +38,7 @@ mod grants;
 mod handles;
 mod history;
 mod lost;
+mod outage;
 mod pool;
 mod reconcile;
 mod refusals;

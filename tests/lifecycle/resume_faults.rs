@@ -15,8 +15,9 @@ crate::on_both_backends!(
     a_reply_attaches_at_once_while_every_snapshot_fails,
     a_reply_settles_a_lost_release_answer_at_once,
     a_reply_never_attaches_to_a_sandbox_an_earlier_attempt_released,
-    a_failing_restore_is_retried_within_a_second_while_the_human_waits,
+    a_failing_restore_is_retried_on_the_resume_cadence,
     a_reply_during_the_release_call_keeps_its_answer,
+    a_reply_over_a_forced_terminate_fails_at_once_with_the_snapshot_lost,
 );
 
 async fn a_reply_attaches_at_once_while_every_snapshot_fails(backend: Backend) {
@@ -119,25 +120,33 @@ async fn a_reply_never_attaches_to_a_sandbox_an_earlier_attempt_released(backend
     assert_eq!(ax.sh(&resumed, "cat state.txt").await, "v1");
 }
 
-async fn a_failing_restore_is_retried_within_a_second_while_the_human_waits(backend: Backend) {
-    let ax = ax_with_faults(backend, "restore=recoverable:times=4").await;
+async fn a_failing_restore_is_retried_on_the_resume_cadence(backend: Backend) {
+    let ax = ax_with_faults(backend, "restore=recoverable:times=6").await;
     let (session, run, _claim, _pid) = ax.suspended_with_work().await;
     assert_eq!(ax.drain().await, 1);
     ax.approve(&session).await;
-    for attempt in 1..=4 {
+    let mut waits = vec![];
+    for attempt in 1..=6 {
         assert_eq!(ax.drain().await, 1, "restore attempt {attempt}");
         let record = ax.record(&run).await;
         assert_eq!(record["state"], "restore_requested", "{record}");
+        assert_eq!(record["retry_count"], attempt);
         let now = ax.app.store().now();
         let at: chrono::DateTime<chrono::Utc> =
             serde_json::from_value(record["next_retry_at"].clone()).unwrap();
+        let wait = at - now;
         assert!(
-            at - now <= chrono::Duration::milliseconds(1100),
+            wait <= chrono::Duration::seconds(5),
             "attempt {attempt} waits {} ms",
-            (at - now).num_milliseconds()
+            wait.num_milliseconds()
         );
-        ax.advance(2);
+        waits.push(wait.num_milliseconds());
+        ax.app.advance(chrono::Duration::milliseconds(1) + wait);
     }
+    assert!(
+        waits[0] <= 300 && waits[5] >= 3000,
+        "the waits double from a quarter second toward the 5 s cap: {waits:?}"
+    );
     assert_eq!(ax.drain().await, 1);
     assert_eq!(ax.record(&run).await["state"], "active");
 }
@@ -180,4 +189,33 @@ async fn a_reply_during_the_release_call_keeps_its_answer(backend: Backend) {
     assert_eq!(counters.release_duplicates("snapshot_and_terminate"), 0);
     let resumed = ax.claim().await;
     assert_eq!(ax.sh(&resumed, "cat state.txt").await, "v1");
+}
+
+async fn a_reply_over_a_forced_terminate_fails_at_once_with_the_snapshot_lost(backend: Backend) {
+    // The provider calls the sandbox broken, cannot be asked about it, and every terminate
+    // after that fails.
+    let faults = "release=terminal:times=1;release=recoverable;inspect=recoverable";
+    let ax = ax_with_faults(backend, faults).await;
+    let (session, run, _claim, _pid) = ax.suspended_with_work().await;
+    assert_eq!(ax.drain().await, 1);
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "release_failed", "{record}");
+    assert_eq!(record["release_purpose"], "forced_terminate");
+    assert_eq!(record["checkpoint_lost"], true);
+
+    ax.approve(&session).await;
+    ax.drain().await;
+    let failed = ax.run(&run).await;
+    assert_eq!(failed.state, sagents::domain::run::RunState::Failed);
+    assert_eq!(
+        failed.error.as_ref().unwrap()["code"],
+        "sandbox.snapshot_lost",
+        "{failed:?}"
+    );
+    let record = ax.record(&run).await;
+    assert_eq!(
+        record["release_purpose"], "forced_terminate",
+        "the terminate goes on as the end of the run: {record}"
+    );
+    assert!(record["due_at"].is_string(), "{record}");
 }

@@ -489,7 +489,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /** @enum {string} */
-        AttentionAction: "retry_now" | "mark_released";
+        AttentionAction: "retry_now" | "mark_released" | "give_up";
         /** @description A `needs_attention` record, with its tenant and when it entered that state. */
         AttentionItem: {
             tenant_id: string;
@@ -1702,7 +1702,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The record as stored: due at once for `retry_now`; `released` with `compute_released: false` and error `release.resolved_by_operator` for `mark_released` */
+            /** @description The record as stored: due at once for `retry_now`; `released` with `compute_released: false` and error `release.resolved_by_operator` for `mark_released`; for `give_up` (a bind whose error is `bind.needs_attention`) the run failed with `sandbox.bind_abandoned` and the record without compute */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1749,7 +1749,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `execution_resource.not_in_attention`: the record is in another state; `execution_resource.busy`: a worker holds the run's lease now, try again; `idempotency.in_flight`: the first request with this key is still running */
+            /** @description `execution_resource.not_in_attention`: the record is in another state (or, for `give_up`, has no bind that needs attention); `execution_resource.busy`: a worker holds the run's lease now, try again; `idempotency.in_flight`: the first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -103,9 +103,9 @@ impl Command for ResolveAttention {
     params(("run_id" = RunId, Path, description = "The run whose `needs_attention` record to resolve")),
     request_body = ResolveAttention,
     responses(
-        (status = 200, description = "The record as stored: due at once for `retry_now`; `released` with `compute_released: false` and error `release.resolved_by_operator` for `mark_released`", body = ExecutionResourceRecord),
+        (status = 200, description = "The record as stored: due at once for `retry_now`; `released` with `compute_released: false` and error `release.resolved_by_operator` for `mark_released`; for `give_up` (a bind whose error is `bind.needs_attention`) the run failed with `sandbox.bind_abandoned` and the record without compute", body = ExecutionResourceRecord),
         (status = 404, description = "`execution_resource.not_found`: no such run, or a run without a sandbox", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`execution_resource.not_in_attention`: the record is in another state; `execution_resource.busy`: a worker holds the run's lease now, try again", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`execution_resource.not_in_attention`: the record is in another state (or, for `give_up`, has no bind that needs attention); `execution_resource.busy`: a worker holds the run's lease now, try again", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`request.invalid`: unknown action or empty reason", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["admin"]))
@@ -124,6 +124,13 @@ async fn resolve_attention(
             StatusCode::CONFLICT,
             "execution_resource.not_in_attention",
             format!("the execution resource of run `{run_id}` is `{s}`, not `needs_attention`"),
+        )),
+        Err(AttentionError::NoBindInAttention(s)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "execution_resource.not_in_attention",
+            format!(
+                "the execution resource of run `{run_id}` (`{s}`) has no bind that needs attention"
+            ),
         )),
         Err(AttentionError::Store(StoreError::NotFound(_))) => Err(ApiError::new(
             StatusCode::NOT_FOUND,

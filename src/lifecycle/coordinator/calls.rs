@@ -192,19 +192,29 @@ impl Coordinator {
         Some(evidence)
     }
 
-    /// Whether the provider reports the record's sandbox ready now: the only evidence on
-    /// which a failed release may be dropped and the sandbox attached.
-    pub(super) async fn sandbox_ready(&self, w: &Work) -> bool {
+    /// Whether the provider reports the record's sandbox ready now (the only evidence on
+    /// which a failed release may be dropped and the sandbox attached), or not running or
+    /// unknown to it; an error when it could not be asked.
+    pub(super) async fn sandbox_ready(&self, w: &Work) -> Result<bool, ProviderCallError> {
         let Some(sandbox) = w.record.sandbox_ref.as_ref() else {
-            return false;
+            return Ok(false);
         };
-        let Ok(client) = self.client(&w.record.provider_id).await else {
-            return false;
-        };
+        let client = self.client(&w.record.provider_id).await?;
         let opts = self.call_options(w);
-        matches!(
-            client.inspect(&sandbox.sandbox_id, &opts).await,
-            Ok(info) if info.state == SandboxState::Ready
-        ) && client.speaks_v3(&opts).await
+        let ready = match client.inspect(&sandbox.sandbox_id, &opts).await {
+            Ok(info) => info.state == SandboxState::Ready,
+            Err(ProviderCallError::Refused { error, .. })
+                if codes::is_sandbox_not_found(&error) =>
+            {
+                false
+            }
+            Err(e) => return Err(e),
+        };
+        if !client.speaks_v3(&opts).await {
+            return Err(ProviderCallError::Unreachable(
+                "the provider did not answer its capabilities as plugin API v3".into(),
+            ));
+        }
+        Ok(ready)
     }
 }

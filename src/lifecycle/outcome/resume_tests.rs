@@ -1,0 +1,172 @@
+//! A resuming run's retries: the resume cadence, an operation still in progress, a sandbox
+//! that could not be inspected, and a bind that needs an operator.
+
+use super::*;
+use crate::lifecycle::attention::{self, AttentionPolicy, BIND_NEEDS_ATTENTION};
+use crate::lifecycle::rules::{Cadence, RESUME_BACKOFF_CAP};
+
+fn in_progress_call(secs: u64) -> ProviderCallError {
+    ProviderCallError::InProgress {
+        operation: "release".into(),
+        retry_after: std::time::Duration::from_secs(secs),
+    }
+}
+
+#[test]
+fn a_resuming_release_retries_on_the_resume_cadence_whatever_it_counted_before() {
+    let (mut r, _, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    r = release_failed(r, &recoverable(), t, 0.0, Cadence::Release).unwrap();
+    r.retry_count = 9;
+    let since = t + Duration::seconds(100);
+    let resume = Cadence::Resume { since };
+    let failed = release_failed(r.clone(), &recoverable(), since, 0.0, resume).unwrap();
+    assert_eq!(failed.retry_count, 10, "an attempt is an attempt");
+    assert_eq!(
+        failed.next_retry_at,
+        Some(since + Duration::milliseconds(250)),
+        "not the 256 s the tenth attempt would wait"
+    );
+    let later = since + Duration::seconds(60);
+    let capped = release_failed(r, &recoverable(), later, 1.0, resume).unwrap();
+    assert_eq!(capped.next_retry_at, Some(later + Duration::seconds(5)));
+}
+
+#[test]
+fn a_release_in_progress_keeps_its_state_and_counts_no_attempt() {
+    let (r, _, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    let waiting =
+        release_failed(r.clone(), &in_progress_call(30), t, 0.0, Cadence::Release).unwrap();
+    assert_eq!(waiting.state, ResourceState::ReleaseRequested);
+    assert_eq!(waiting.retry_count, 0);
+    assert_eq!(waiting.release_idempotency_key, r.release_idempotency_key);
+    assert_eq!(waiting.next_retry_at, Some(t + Duration::seconds(30)));
+    assert!(!waiting.checkpoint_lost);
+    assert!(in_progress(&waiting));
+    assert_eq!(
+        waiting.error.as_ref().map(|e| e.code.as_str()),
+        Some(OPERATION_IN_PROGRESS)
+    );
+
+    let failed = release_failed(r, &recoverable(), t, 0.0, Cadence::Release).unwrap();
+    let resume = Cadence::Resume { since: t };
+    let still = release_failed(failed.clone(), &in_progress_call(30), t, 0.0, resume).unwrap();
+    assert_eq!(still.state, ResourceState::ReleaseFailed);
+    assert_eq!(still.retry_count, failed.retry_count);
+    assert_eq!(
+        still.next_retry_at,
+        Some(t + Duration::from_std(RESUME_BACKOFF_CAP).unwrap()),
+        "a human waiting is asked for again within the resume cap"
+    );
+    let policy = AttentionPolicy {
+        attempt_budget: 1,
+        ..AttentionPolicy::default()
+    };
+    let late = t + Duration::hours(1);
+    let kept = attention::escalate(still.clone(), policy, late, 0.0, Cadence::Release).unwrap();
+    assert_eq!(kept, still, "never closer to an operator");
+}
+
+#[test]
+fn a_bind_in_progress_keeps_its_state_and_counts_no_attempt() {
+    let mut r = record(ResourceState::RestoreRequested);
+    r.retry_count = 2;
+    let t = now();
+    let resume = Cadence::Resume { since: t };
+    let next = bind_failed(
+        r.clone(),
+        BindKind::Restore,
+        &in_progress_call(2),
+        t,
+        0.0,
+        resume,
+    )
+    .unwrap();
+    assert_eq!(next.effect, RunEffect::None);
+    assert_eq!(next.record.state, ResourceState::RestoreRequested);
+    assert_eq!(next.record.retry_count, 2);
+    assert_eq!(next.record.next_retry_at, Some(t + Duration::seconds(2)));
+}
+
+#[test]
+fn a_sandbox_not_inspected_waits_without_unsettling_the_release() {
+    let (r, _, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    let failed = release_failed(r, &recoverable(), t, 0.0, Cadence::Release).unwrap();
+    let since = t + Duration::seconds(10);
+    let down = ProviderCallError::Unreachable("connection refused".into());
+    let waited = inspect_failed(failed.clone(), &down, since, 0.0, Cadence::Resume { since });
+    assert_eq!(waited.state, ResourceState::ReleaseFailed);
+    assert_eq!(waited.retry_count, failed.retry_count + 1);
+    assert_eq!(
+        waited.next_retry_at,
+        Some(since + Duration::milliseconds(250))
+    );
+    let error = waited.error.as_ref().unwrap();
+    assert_eq!(error.code, INSPECT_FAILED);
+    assert!(
+        !error.outcome_unknown(),
+        "a failed read says nothing of the release"
+    );
+
+    let unsettled = release_unsettled(waited.clone());
+    assert!(unsettled.error.as_ref().unwrap().outcome_unknown());
+    assert_eq!(
+        unsettled.next_retry_at, None,
+        "the provider answered: the release is finished next"
+    );
+}
+
+#[test]
+fn a_bind_failing_past_its_budget_needs_an_operator_and_keeps_the_resume_cadence() {
+    let policy = AttentionPolicy::default();
+    let t = now();
+    let resume = Cadence::Resume { since: t };
+    let mut r = record(ResourceState::RestoreRequested);
+    let mut at = t;
+    for attempt in 1..=12 {
+        let next = bind_failed(r, BindKind::Restore, &recoverable(), at, 0.0, resume).unwrap();
+        assert_eq!(next.effect, RunEffect::None);
+        r = attention::escalate_bind(next.record, BindKind::Restore, policy, at, resume);
+        assert_eq!(r.retry_count, attempt);
+        let wait = r.next_retry_at.unwrap() - at;
+        assert!(
+            wait <= Duration::seconds(5),
+            "attempt {attempt} waits {wait}"
+        );
+        let flagged = attention::bind_needs_attention(&r);
+        assert_eq!(flagged, attempt >= 10 && at - t >= Duration::minutes(2));
+        at += Duration::seconds(20);
+    }
+    assert!(attention::bind_needs_attention(&r));
+    let error = r.error.as_ref().unwrap();
+    assert_eq!(error.code, BIND_NEEDS_ATTENTION);
+    assert!(
+        error.message.contains("restore failed 12 times"),
+        "{error:?}"
+    );
+    assert!(
+        error.message.contains("sandbox.snapshot_failed"),
+        "{error:?}"
+    );
+    assert_eq!(r.state, ResourceState::RestoreRequested, "still retried");
+
+    let suspended = attention::escalate_bind(
+        bind_failed(
+            r.clone(),
+            BindKind::Restore,
+            &recoverable(),
+            at,
+            0.0,
+            Cadence::Release,
+        )
+        .unwrap()
+        .record,
+        BindKind::Restore,
+        policy,
+        at,
+        Cadence::Release,
+    );
+    assert!(
+        !attention::bind_needs_attention(&suspended),
+        "no human waits"
+    );
+}
