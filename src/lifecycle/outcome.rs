@@ -14,7 +14,7 @@ use crate::domain::sandbox::ReleaseDisposition;
 use crate::domain::SuspensionId;
 use crate::providers::client::ProviderCallError;
 use crate::providers::codes::OPERATION_IN_PROGRESS;
-use crate::providers::wire::SandboxReleaseReceipt;
+use crate::providers::wire::{CheckpointRef, SandboxReleaseReceipt};
 
 mod bind;
 mod handles;
@@ -270,6 +270,11 @@ pub fn release_answered(
             ),
             retryable: true,
         };
+        let mut record = record;
+        // A snapshot taken before a failed kill is kept: the retry finishes the kill.
+        if let Some(taken) = snapshot_taken(Some(receipt)) {
+            record.sandbox_checkpoint = Some(taken.into());
+        }
         return release_attempt_failed(record, error, now, jitter, cadence);
     }
     let mut record = record;
@@ -278,9 +283,7 @@ pub fn release_answered(
     record.released_at = Some(now);
     record.sandbox_checkpoint = match receipt.disposition.into() {
         ReleaseDisposition::SnapshotAndTerminate => receipt.checkpoint.clone().map(Into::into),
-        _ if record.release_purpose == Some(ReleasePurpose::Reconcile) => {
-            record.sandbox_checkpoint.take()
-        }
+        _ if keeps_checkpoint(&record) => record.sandbox_checkpoint.take(),
         _ => None,
     };
     if record.release_purpose != Some(ReleasePurpose::ForcedTerminate) {
@@ -304,14 +307,9 @@ pub fn release_confirmed_by_inspect(
     record.compute_released = false;
     record.released_at = Some(now);
     // An unconfirmed snapshot receipt may still name the checkpoint it took.
-    let taken = receipt
-        .filter(|r| {
-            ReleaseDisposition::from(r.disposition) == ReleaseDisposition::SnapshotAndTerminate
-        })
-        .and_then(|r| r.checkpoint.clone());
-    if let Some(checkpoint) = taken {
+    if let Some(checkpoint) = snapshot_taken(receipt) {
         record.sandbox_checkpoint = Some(checkpoint.into());
-    } else if record.release_purpose != Some(ReleasePurpose::Reconcile) {
+    } else if !keeps_checkpoint(&record) {
         // A snapshot that was asked for and never taken is lost with the sandbox.
         record.checkpoint_lost |=
             record.disposition == Some(ReleaseDisposition::SnapshotAndTerminate);
@@ -331,6 +329,29 @@ pub fn release_confirmed_by_inspect(
     });
     clear_retry(&mut record);
     Ok(record)
+}
+
+/// The checkpoint a snapshot receipt names, confirmed or not.
+fn snapshot_taken(receipt: Option<&SandboxReleaseReceipt>) -> Option<CheckpointRef> {
+    receipt
+        .filter(|r| {
+            ReleaseDisposition::from(r.disposition) == ReleaseDisposition::SnapshotAndTerminate
+        })
+        .and_then(|r| r.checkpoint.clone())
+}
+
+/// A terminate that is not the run's end keeps the checkpoint the record holds: one kept
+/// through a reconcile, or one a snapshot took before its kill failed.
+fn keeps_checkpoint(record: &ExecutionResourceRecord) -> bool {
+    match record.release_purpose {
+        Some(ReleasePurpose::Reconcile) => true,
+        Some(ReleasePurpose::ForcedTerminate) => record.sandbox_checkpoint.is_some(),
+        Some(ReleasePurpose::Suspend) => {
+            record.disposition == Some(ReleaseDisposition::SnapshotAndTerminate)
+                && record.sandbox_checkpoint.is_some()
+        }
+        _ => false,
+    }
 }
 
 /// The `error.code` of a record released on the evidence of an inspect, not of a receipt.
@@ -367,7 +388,9 @@ pub fn release_failed(
     if !forced {
         return release_attempt_failed(record, err.to_provider_error(), now, jitter, cadence);
     }
-    let lost_snapshot = record.disposition == Some(ReleaseDisposition::SnapshotAndTerminate);
+    // A checkpoint already named by a receipt of this release exists: it is not lost.
+    let lost_snapshot = record.disposition == Some(ReleaseDisposition::SnapshotAndTerminate)
+        && record.sandbox_checkpoint.is_none();
     record = begin_release(
         record,
         ReleaseDisposition::Terminate,
@@ -376,7 +399,6 @@ pub fn release_failed(
         now,
     )?;
     record.checkpoint_lost |= lost_snapshot;
-    record.sandbox_checkpoint = None;
     record.error = Some(err.to_provider_error());
     Ok(record)
 }

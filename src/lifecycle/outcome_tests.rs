@@ -494,3 +494,6 @@ fn an_inspect_can_confirm_a_terminate_and_keeps_a_forced_one_reason() {
 
 #[path = "outcome/resume_tests.rs"]
 mod resume;
+
+#[path = "outcome/kept_checkpoint_tests.rs"]
+mod kept_checkpoint;
