@@ -76,10 +76,11 @@ impl Store {
         let mut answers: Vec<Option<StoreResult<Run>>> = Vec::with_capacity(items.len());
         let mut creating = Vec::new();
         for (index, item) in items.iter().enumerate() {
+            let session = sessions
+                .get(item.session_id.as_str())
+                .filter(|found| sees(Some(&item.tenant), &found.tenant));
             let found = create::FoundForRun {
-                session_seen: sessions
-                    .get(item.session_id.as_str())
-                    .is_some_and(|owner| sees(Some(&item.tenant), owner)),
+                session_seen: session.is_some(),
                 provider_registered: item
                     .cmd
                     .sandbox_spec
@@ -90,7 +91,9 @@ impl Store {
                     .parent_run_id
                     .as_ref()
                     .and_then(|p| parents.get(p.as_str()))
+                    .filter(|rec| sees(Some(&item.tenant), &rec.tenant_id))
                     .map(|rec| &rec.run),
+                parent_session: session.and_then(|s| s.parent.as_ref()),
             };
             let refusal = create::run(found, &item.session_id, &item.cmd).err();
             match refusal {
@@ -119,6 +122,15 @@ impl Store {
                 answers[index] = Some(Ok(run));
             }
             tx.runtime_work();
+            let children: Vec<&str> = creating
+                .iter()
+                .map(|&i| items[i])
+                .filter(|i| i.cmd.sandbox_spec.is_some() && i.cmd.parent_run_id.is_some())
+                .map(|i| i.id.as_str())
+                .collect();
+            let ancestors = self.ancestors_of_runs(tx.conn(), &children).await?;
+            let ancestors = sorted(ancestors.iter().map(|(_, id)| id.as_str()));
+            self.descendant_created(tx, &ancestors).await?;
         }
         Ok(answers
             .into_iter()
