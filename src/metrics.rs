@@ -138,6 +138,9 @@ pub struct LifecycleCounters {
     release_duplicates: Labelled<String>,
     /// Records that entered `needs_attention`, by disposition.
     attention_entered: Labelled<String>,
+    /// Provider answers that named a sandbox other than the one asked for, by operation
+    /// (`provision`, `restore`, `attach`).
+    handle_mismatches: Labelled<String>,
     /// What the reconciler did, by action (`orphan_terminated`, `ended_terminated`,
     /// `record_reopened`, `checkpoint_deleted`, ...).
     reconciler_actions: Labelled<String>,
@@ -167,6 +170,14 @@ impl LifecycleCounters {
 
     pub fn attention_entered(&self, disposition: &str) {
         bump(&self.attention_entered, disposition.to_owned());
+    }
+
+    pub fn handle_mismatch(&self, operation: &str) {
+        bump(&self.handle_mismatches, operation.to_owned());
+    }
+
+    pub fn handle_mismatches(&self, operation: &str) -> u64 {
+        read(&self.handle_mismatches, &operation.to_owned())
     }
 
     pub fn attention_entries(&self, disposition: &str) -> u64 {
@@ -265,6 +276,12 @@ impl LifecycleCounters {
                 "Releases that could not be confirmed within their attempt budget.",
                 "disposition",
                 &self.attention_entered,
+            ),
+            (
+                "sagents_lifecycle_handle_mismatches_total",
+                "Provider answers naming another run's, tenant's, spec's or policy's sandbox, by operation.",
+                "operation",
+                &self.handle_mismatches,
             ),
             (
                 "sagents_reconciler_actions_total",

@@ -16,7 +16,7 @@ use crate::providers::client::ProviderCallError;
 use crate::providers::wire::{SandboxHandle, SandboxReleaseReceipt};
 
 mod handles;
-pub use handles::{bind_mismatched, handle_mismatch, HANDLE_MISMATCH};
+pub use handles::{bind_mismatched, handle_is_own, handle_mismatch, HANDLE_MISMATCH};
 
 pub type OutcomeResult<T> = Result<T, ResourceTransitionError>;
 
