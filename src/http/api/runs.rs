@@ -3,7 +3,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::Json;
+use axum::{Extension, Json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -16,6 +16,7 @@ use crate::domain::run::{Run, RunReadBack};
 use crate::domain::tenant::NetworkNotAllowed;
 use crate::domain::{RunId, SessionId};
 use crate::service::runs::{self, CreateRunError};
+use crate::store::IdempotencyClaim;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -46,10 +47,12 @@ async fn create_run(
     State(state): State<AppState>,
     auth: Runtime,
     ids: PathIds,
+    key: Option<Extension<IdempotencyClaim>>,
     ApiJson(cmd): ApiJson<CreateRun>,
 ) -> Result<(StatusCode, Json<Run>), ApiError> {
     let session_id: SessionId = ids.get("session_id")?;
-    let run = runs::create_run(&state.store, auth.tenant()?, &session_id, &cmd)
+    let key = key.as_ref().map(|Extension(k)| k);
+    let run = runs::create_run(&state.store, auth.tenant()?, &session_id, &cmd, key)
         .await
         .map_err(|e| match e {
             CreateRunError::CapabilityMissing { field, message } => ApiError::new(

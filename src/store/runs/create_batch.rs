@@ -10,13 +10,14 @@ use crate::domain::commands::CreateRun;
 use crate::domain::decide::create;
 use crate::domain::run::Run;
 use crate::domain::{RunId, SessionId};
+use crate::store::admin::idempotency::IdempotencyClaim;
 use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::params::{bind_ids, params};
 use crate::store::engine::rows::{self, RUN_RETURNING};
 use crate::store::engine::tx::WriteTx;
 use crate::store::engine::visible::sees;
 use crate::store::engine::{Store, StoreError, StoreResult};
-use crate::store::sessions::create_batch::owners_of;
+use crate::store::sessions::create_batch::{owners_of, CREATED};
 
 /// One queued run creation, with the id it will get.
 #[derive(Debug)]
@@ -25,6 +26,8 @@ pub(in crate::store) struct RunItem {
     pub tenant: String,
     pub session_id: SessionId,
     pub cmd: CreateRun,
+    /// The `Idempotency-Key` the request runs under, if any.
+    pub key: Option<IdempotencyClaim>,
 }
 
 /// Columns bound per inserted run, and per inserted execution-resource record.
@@ -131,6 +134,14 @@ impl Store {
             let ancestors = self.ancestors_of_runs(tx.conn(), &children).await?;
             let ancestors = sorted(ancestors.iter().map(|(_, id)| id.as_str()));
             self.descendant_created(tx, &ancestors).await?;
+            let keyed: Vec<(&IdempotencyClaim, &Run)> = creating
+                .iter()
+                .filter_map(|&i| match (&items[i].key, &answers[i]) {
+                    (Some(key), Some(Ok(run))) => Some((key, run)),
+                    _ => None,
+                })
+                .collect();
+            self.idempotency_answer_in(tx, CREATED, &keyed).await?;
         }
         Ok(answers
             .into_iter()

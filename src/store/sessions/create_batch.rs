@@ -9,6 +9,7 @@ use crate::domain::commands::CreateSession;
 use crate::domain::decide::create;
 use crate::domain::session::Session;
 use crate::domain::SessionId;
+use crate::store::admin::idempotency::IdempotencyClaim;
 use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::params::{pairs, params};
 use crate::store::engine::tx::WriteTx;
@@ -21,7 +22,12 @@ pub(in crate::store) struct SessionItem {
     pub id: SessionId,
     pub tenant: String,
     pub cmd: CreateSession,
+    /// The `Idempotency-Key` the request runs under, if any.
+    pub key: Option<IdempotencyClaim>,
 }
+
+/// The status a creation answers with.
+pub(in crate::store) const CREATED: u16 = 201;
 
 /// Columns bound per inserted session.
 const SESSION_PARAMS: usize = 5;
@@ -106,6 +112,12 @@ impl Store {
                 json!({ "session_id": s.id }),
             );
         }
+        let keyed: Vec<(&IdempotencyClaim, &Session)> = items
+            .iter()
+            .zip(&answers)
+            .filter_map(|(item, answer)| Some((item.key.as_ref()?, answer.as_ref().ok()?)))
+            .collect();
+        self.idempotency_answer_in(tx, CREATED, &keyed).await?;
         Ok(answers)
     }
 
