@@ -18,7 +18,8 @@ on_both_backends!(
     streams_are_tenant_scoped_and_bad_positions_are_problems,
     an_idle_stream_sends_heartbeats,
     a_stream_outlives_the_connection_idle_timeout,
-    shutdown_ends_open_streams_cleanly
+    shutdown_ends_open_streams_cleanly,
+    a_lease_taken_over_is_not_shown_to_frontends
 );
 
 #[derive(Debug, Default)]
@@ -356,4 +357,44 @@ async fn a_commit_on_one_replica_reaches_a_stream_on_the_other_within_a_second()
     drop(sse);
     b.stop().await;
     a.stop().await;
+}
+
+async fn a_lease_taken_over_is_not_shown_to_frontends(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            manual_clock: true,
+            ..Options::default()
+        },
+    )
+    .await;
+    let (session_id, run_id, _) = app.claimed_run("worker-1").await;
+    app.advance(chrono::Duration::hours(1));
+    let again = app.claim_one("worker-2").await;
+    assert_eq!(again["run"]["id"], run_id.as_str(), "{again}");
+    let id = session_id.parse().unwrap();
+    let log = app.store().list_session_log(None, &id, 0, 100).await;
+    assert!(
+        log.unwrap().iter().any(|e| e.r#type == "lease.taken_over"),
+        "kept for operators"
+    );
+
+    let seen = stored(&app, &session_id).await;
+    assert!(!seen.is_empty());
+    assert!(
+        seen.iter()
+            .all(|e| !e["type"].as_str().unwrap().starts_with("lease.")),
+        "{seen:?}"
+    );
+    let mut sse = SseReader::open(&app, &stream_path(&session_id), None).await;
+    for expected in &seen {
+        assert_eq!(sse.event().await.data.as_ref(), Some(expected));
+    }
+    app.create_run(&session_id).await;
+    let next = sse.event().await;
+    assert_eq!(
+        next.event.as_deref(),
+        Some("run.created"),
+        "the stream skips the take-over too"
+    );
 }
