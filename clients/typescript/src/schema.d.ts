@@ -852,9 +852,16 @@ export interface components {
             release_failure_count: number;
             /**
              * Format: int64
-             * @description Sum of `retry_count` over all records.
+             * @description Failed release attempts: those of every confirmed release, and the retries of the
+             *     releases still pending (`release_requested`, `release_failed`, `needs_attention`).
              */
             release_retry_count: number;
+            /**
+             * Format: int64
+             * @description Retries of the provisions and restores still pending (records `provisioning` or
+             *     `restore_requested`).
+             */
+            bind_retry_count: number;
             /**
              * Format: double
              * @description Age of the oldest `release_blocked` record (0 when none).
@@ -872,7 +879,8 @@ export interface components {
             oldest_attention_age_seconds: number;
             /**
              * Format: double
-             * @description Mean of `released_at − release_requested_at` over released records (0 when none).
+             * @description Mean of `released_at − release_requested_at` over every confirmed release, of runs
+             *     restored since too (0 when none).
              */
             average_release_latency_seconds: number;
             /**
@@ -3931,7 +3939,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `sandbox.network_not_allowed`: `resources.network: host` while the tenant's policy does not allow host networking; `request.invalid`: e.g. a `parent_run_id` of another session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
+            /** @description `sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `sandbox.network_not_allowed`: `resources.network: host` while the tenant's policy does not allow host networking; `request.invalid`: e.g. a `parent_run_id` neither of this session nor of its parent session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
             422: {
                 headers: {
                     [name: string]: unknown;

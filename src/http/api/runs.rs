@@ -39,7 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses(
         (status = 201, description = "The run, `queued`", body = Run),
         (status = 404, description = "`session.not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `sandbox.network_not_allowed`: `resources.network: host` while the tenant's policy does not allow host networking; `request.invalid`: e.g. a `parent_run_id` of another session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `sandbox.network_not_allowed`: `resources.network: host` while the tenant's policy does not allow host networking; `request.invalid`: e.g. a `parent_run_id` neither of this session nor of its parent session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["runtime"]))
 )]
