@@ -372,12 +372,27 @@ async fn a_lease_taken_over_is_not_shown_to_frontends(backend: Backend) {
     app.advance(chrono::Duration::hours(1));
     let again = app.claim_one("worker-2").await;
     assert_eq!(again["run"]["id"], run_id.as_str(), "{again}");
-    let id = session_id.parse().unwrap();
-    let log = app.store().list_session_log(None, &id, 0, 100).await;
+    let log = app
+        .get_ok(
+            &format!("/v1/admin/sessions/{session_id}/events"),
+            &app.admin,
+        )
+        .await;
     assert!(
-        log.unwrap().iter().any(|e| e.r#type == "lease.taken_over"),
-        "kept for operators"
+        log["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "lease.taken_over"),
+        "kept for operators: {log}"
     );
+    let operators_only = app
+        .get(
+            &format!("/v1/admin/sessions/{session_id}/events"),
+            &app.frontend,
+        )
+        .await;
+    assert_eq!(operators_only.status(), 403);
 
     let seen = stored(&app, &session_id).await;
     assert!(!seen.is_empty());

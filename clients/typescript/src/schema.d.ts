@@ -148,6 +148,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/sessions/{session_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["session_log"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/tenants/{tenant}/policy": {
         parameters: {
             query?: never;
@@ -1853,6 +1869,83 @@ export interface operations {
                 };
             };
             /** @description `execution_resource.not_found`: no such run, or a run without a sandbox; `run.not_found`: not a run id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request.invalid`: `after` or `limit` out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service.unavailable`: the database is unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    session_log: {
+        parameters: {
+            query?: {
+                /** @description Only events with a greater sequence (default 0: from the start). */
+                after?: number;
+                /** @description At most this many events (1 to 1000, default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The session whose whole log to show */
+                session_id: components["schemas"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the session's whole log: what frontends see (`GET /v1/sessions/{session_id}/events`) and the service's own entries they do not, such as `lease.taken_over` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description `auth.unauthorized`: missing, unknown or revoked token */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `auth.forbidden`: the token's role may not call this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `session.not_found` */
             404: {
                 headers: {
                     [name: string]: unknown;
