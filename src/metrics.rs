@@ -106,7 +106,10 @@ impl Metrics {
 
 mod gauges;
 mod http;
-pub use gauges::{render_lifecycle_gauges, LifecycleMetrics};
+pub use gauges::{
+    render_lifecycle_gauges, Histogram, LifecycleMetrics, ReleaseHistograms,
+    RELEASE_ATTEMPT_BUCKETS, RELEASE_LATENCY_BUCKETS,
+};
 pub use http::{HttpMetrics, LATENCY_BUCKETS};
 
 type Labelled<K> = Mutex<BTreeMap<K, u64>>;
@@ -138,6 +141,9 @@ pub struct LifecycleCounters {
     release_duplicates: Labelled<String>,
     /// Records that entered `needs_attention`, by disposition.
     attention_entered: Labelled<String>,
+    /// Provider answers that named a sandbox other than the one asked for, by operation
+    /// (`provision`, `restore`, `attach`).
+    handle_mismatches: Labelled<String>,
     /// What the reconciler did, by action (`orphan_terminated`, `ended_terminated`,
     /// `record_reopened`, `checkpoint_deleted`, ...).
     reconciler_actions: Labelled<String>,
@@ -167,6 +173,14 @@ impl LifecycleCounters {
 
     pub fn attention_entered(&self, disposition: &str) {
         bump(&self.attention_entered, disposition.to_owned());
+    }
+
+    pub fn handle_mismatch(&self, operation: &str) {
+        bump(&self.handle_mismatches, operation.to_owned());
+    }
+
+    pub fn handle_mismatches(&self, operation: &str) -> u64 {
+        read(&self.handle_mismatches, &operation.to_owned())
     }
 
     pub fn attention_entries(&self, disposition: &str) -> u64 {
@@ -265,6 +279,12 @@ impl LifecycleCounters {
                 "Releases that could not be confirmed within their attempt budget.",
                 "disposition",
                 &self.attention_entered,
+            ),
+            (
+                "sagents_lifecycle_handle_mismatches_total",
+                "Provider answers naming another run's, tenant's, spec's or policy's sandbox, by operation.",
+                "operation",
+                &self.handle_mismatches,
             ),
             (
                 "sagents_reconciler_actions_total",
@@ -384,6 +404,7 @@ mod tests {
             pending_releases: 2,
             release_failure_count: 1,
             release_retry_count: 4,
+            bind_retry_count: 1,
             max_blocked_age_seconds: 12.5,
             needs_attention_count: 2,
             oldest_attention_age_seconds: 7200.0,
@@ -393,9 +414,30 @@ mod tests {
             release_latency_p99_seconds: 0.75,
             records_by_state: [("active".to_string(), 3)].into_iter().collect(),
             generated_at: chrono::Utc::now(),
+            histograms: ReleaseHistograms {
+                latency: Histogram {
+                    bounds: vec![0.5, 1.0],
+                    cumulative: vec![1, 3],
+                    count: 4,
+                    sum: 7.5,
+                },
+                attempts: Histogram::default(),
+            },
         };
         let mut out = String::new();
         render_lifecycle_gauges(&snapshot, &mut out);
+        assert!(out.contains("sagents_lifecycle_bind_retry_count 1\n"));
+        for line in [
+            "# TYPE sagents_lifecycle_release_duration_seconds histogram\n",
+            "sagents_lifecycle_release_duration_seconds_bucket{le=\"0.5\"} 1\n",
+            "sagents_lifecycle_release_duration_seconds_bucket{le=\"1\"} 3\n",
+            "sagents_lifecycle_release_duration_seconds_bucket{le=\"+Inf\"} 4\n",
+            "sagents_lifecycle_release_duration_seconds_sum 7.5\n",
+            "sagents_lifecycle_release_duration_seconds_count 4\n",
+            "sagents_lifecycle_release_attempts_count 0\n",
+        ] {
+            assert!(out.contains(line), "{line} in {out}");
+        }
         assert!(out.contains("sagents_lifecycle_active_sandboxes 3\n"));
         assert!(out.contains("sagents_lifecycle_max_blocked_age_seconds 12.5\n"));
         assert!(out.contains("sagents_lifecycle_needs_attention 2\n"));

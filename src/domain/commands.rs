@@ -39,6 +39,8 @@ impl CreateSession {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRun {
+    /// A run of this session, or of its parent session (a sub-agent's run in a child
+    /// session): the parent's sandbox is not released while this run's compute exists.
     #[serde(default)]
     pub parent_run_id: Option<RunId>,
     #[serde(default)]

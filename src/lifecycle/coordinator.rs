@@ -360,7 +360,8 @@ impl Coordinator {
                 }
                 Some(why) => {
                     tracing::error!(sandbox_id = %handle.r#ref.sandbox_id, %why, "handle refused");
-                    outcome::bind_mismatched(w.record.clone(), kind, handle, why)?
+                    counters.handle_mismatch(kind.as_str());
+                    outcome::bind_mismatched(w.record.clone(), &w.tenant_id, kind, handle, why)?
                 }
             },
             Err(e) => {

@@ -19,7 +19,7 @@ use crate::providers::wire::{CheckpointRef, SandboxReleaseReceipt};
 mod bind;
 mod handles;
 pub use bind::{begin_bind, bind_failed, bind_idempotency_key, bind_succeeded, BindKind};
-pub use handles::{bind_mismatched, handle_mismatch, HANDLE_MISMATCH};
+pub use handles::{bind_mismatched, handle_is_own, handle_mismatch, HANDLE_MISMATCH};
 
 pub type OutcomeResult<T> = Result<T, ResourceTransitionError>;
 

@@ -278,7 +278,7 @@ fn abandoning_is_only_for_records_without_compute() {
 }
 
 #[test]
-fn a_handle_for_another_run_or_policy_is_bound_only_to_be_terminated() {
+fn a_handle_for_another_run_is_quarantined_and_ones_own_terminated() {
     let r = record(ResourceState::Provisioning);
     let mut good = handle("sbx_2");
     good.r#ref.owner_run_id = r.run_id.to_string();
@@ -297,19 +297,59 @@ fn a_handle_for_another_run_or_policy_is_bound_only_to_be_terminated() {
         .unwrap()
         .contains("tenant_id"));
 
-    let next = bind_mismatched(r, BindKind::Provision, &foreign, why.clone()).unwrap();
+    let mut own = good.clone();
+    own.r#ref.policy_hash = format!("sha256:{}", "9".repeat(64));
+    let own_why = handle_mismatch(&r, "acme", &own).expect("a mismatch");
+    assert!(handle_is_own(&r, "acme", &own));
+    let next = bind_mismatched(
+        r.clone(),
+        "acme",
+        BindKind::Provision,
+        &own,
+        own_why.clone(),
+    )
+    .unwrap();
     assert_eq!(
         next.record.state,
         ResourceState::Active,
-        "bound, so it gets terminated"
+        "its own compute is bound, so it gets terminated"
     );
-    assert_eq!(next.record.sandbox_ref, Some(foreign.r#ref.clone().into()));
+    assert_eq!(next.record.sandbox_ref, Some(own.r#ref.clone().into()));
     assert_eq!(next.record.error.as_ref().unwrap().code, HANDLE_MISMATCH);
     assert_eq!(
         next.effect,
         RunEffect::Fail {
             code: HANDLE_MISMATCH.into(),
-            message: why
+            message: own_why
         }
+    );
+
+    assert!(!handle_is_own(&r, "acme", &foreign));
+    assert!(!handle_is_own(&r, "other-tenant", &good));
+    let next = bind_mismatched(r.clone(), "acme", BindKind::Provision, &foreign, why).unwrap();
+    assert_eq!(
+        next.record.state,
+        ResourceState::Released,
+        "another run's compute is never bound"
+    );
+    assert!(!next.record.compute_released);
+    assert_eq!(next.record.sandbox_ref, r.sandbox_ref);
+    let error = next.record.error.as_ref().unwrap();
+    assert_eq!(error.code, HANDLE_MISMATCH);
+    assert!(
+        error.message.contains("quarantined") && error.message.contains("run_someone_else"),
+        "{}",
+        error.message
+    );
+    assert!(matches!(next.effect, RunEffect::Fail { .. }));
+
+    let mut active = record(ResourceState::Active);
+    active.run_id = r.run_id.clone();
+    let why = handle_mismatch(&active, "acme", &foreign).expect("a mismatch");
+    let next = bind_mismatched(active.clone(), "acme", BindKind::Attach, &foreign, why).unwrap();
+    assert_eq!(next.record.state, ResourceState::Active);
+    assert_eq!(
+        next.record.sandbox_ref, active.sandbox_ref,
+        "its own sandbox stays bound, to be terminated with the run"
     );
 }

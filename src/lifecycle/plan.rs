@@ -117,6 +117,16 @@ pub fn plan(input: &PlanInput<'_>) -> Action {
         {
             Action::AbandonRelease
         }
+        // A child's sandbox appeared after the release was asked for: keep the parent's.
+        S::ReleaseFailed | S::NeedsAttention
+            if pausing
+                && record.release_purpose.unwrap_or(ReleasePurpose::Suspend)
+                    == ReleasePurpose::Suspend
+                && resume_plan_of(record) == ResumePlan::AbandonRelease
+                && input.descendants.iter().any(|(_, s)| *s != S::Released) =>
+        {
+            Action::AbandonRelease
+        }
         S::ReleaseRequested | S::ReleaseFailed | S::NeedsAttention => Action::Release {
             disposition: record.disposition.unwrap_or(ReleaseDisposition::Terminate),
             purpose: record.release_purpose.unwrap_or(ReleasePurpose::Suspend),

@@ -8,7 +8,7 @@ use crate::domain::sandbox::ReleaseDisposition;
 use crate::domain::tenant::{self, NetworkNotAllowed, TenantPolicy};
 use crate::domain::SessionId;
 use crate::providers::wire::Capabilities;
-use crate::store::{Store, StoreError};
+use crate::store::{IdempotencyClaim, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CreateRunError {
@@ -30,6 +30,7 @@ pub async fn create_run(
     tenant: &str,
     session_id: &SessionId,
     cmd: &CreateRun,
+    key: Option<&IdempotencyClaim>,
 ) -> Result<Run, CreateRunError> {
     if let Some(spec) = &cmd.sandbox_spec {
         if tenant::needs_network_allowance(spec) {
@@ -61,7 +62,7 @@ pub async fn create_run(
             }
         }
     }
-    Ok(store.create_run(tenant, session_id, cmd).await?)
+    Ok(store.create_run_keyed(tenant, session_id, cmd, key).await?)
 }
 
 /// What the provider advertised at registration; nothing if the stored document is unreadable.

@@ -17,7 +17,7 @@ mod resources;
 mod runs;
 mod sessions;
 
-pub use admin::idempotency::IdempotencyBegin;
+pub use admin::idempotency::{stored_answer, IdempotencyBegin, IdempotencyClaim};
 pub use claims::runtime::LeaseRenewal;
 pub use engine::error::{StoreError, StoreResult};
 pub use engine::handle::{Backend, Store};

@@ -18,7 +18,8 @@ on_both_backends!(
     streams_are_tenant_scoped_and_bad_positions_are_problems,
     an_idle_stream_sends_heartbeats,
     a_stream_outlives_the_connection_idle_timeout,
-    shutdown_ends_open_streams_cleanly
+    shutdown_ends_open_streams_cleanly,
+    a_lease_taken_over_is_not_shown_to_frontends
 );
 
 #[derive(Debug, Default)]
@@ -356,4 +357,59 @@ async fn a_commit_on_one_replica_reaches_a_stream_on_the_other_within_a_second()
     drop(sse);
     b.stop().await;
     a.stop().await;
+}
+
+async fn a_lease_taken_over_is_not_shown_to_frontends(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            manual_clock: true,
+            ..Options::default()
+        },
+    )
+    .await;
+    let (session_id, run_id, _) = app.claimed_run("worker-1").await;
+    app.advance(chrono::Duration::hours(1));
+    let again = app.claim_one("worker-2").await;
+    assert_eq!(again["run"]["id"], run_id.as_str(), "{again}");
+    let log = app
+        .get_ok(
+            &format!("/v1/admin/sessions/{session_id}/events"),
+            &app.admin,
+        )
+        .await;
+    assert!(
+        log["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "lease.taken_over"),
+        "kept for operators: {log}"
+    );
+    let operators_only = app
+        .get(
+            &format!("/v1/admin/sessions/{session_id}/events"),
+            &app.frontend,
+        )
+        .await;
+    assert_eq!(operators_only.status(), 403);
+
+    let seen = stored(&app, &session_id).await;
+    assert!(!seen.is_empty());
+    assert!(
+        seen.iter()
+            .all(|e| !e["type"].as_str().unwrap().starts_with("lease.")),
+        "{seen:?}"
+    );
+    let mut sse = SseReader::open(&app, &stream_path(&session_id), None).await;
+    for expected in &seen {
+        assert_eq!(sse.event().await.data.as_ref(), Some(expected));
+    }
+    app.create_run(&session_id).await;
+    let next = sse.event().await;
+    assert_eq!(
+        next.event.as_deref(),
+        Some("run.created"),
+        "the stream skips the take-over too"
+    );
 }

@@ -5,14 +5,31 @@ use sagents::domain::sandbox::WorkspaceMode;
 use sagents::store::Backend;
 use serde_json::json;
 
-use super::fixture::{ax, spec_json, Ax, Claimed};
+use super::fixture::{ax, ax_with_faults, spec_json, Ax, Claimed};
 use super::{assert_gone, running};
 use crate::on_both_backends;
 
 on_both_backends!(
     a_continue_job_holds_the_release_until_it_finishes,
     a_child_run_holds_its_parent_until_the_child_is_released,
+    a_run_in_a_child_session_holds_its_parents_release,
+    a_child_created_after_a_failed_release_keeps_the_parents_sandbox,
+    a_parent_run_of_an_unrelated_session_is_refused,
 );
+
+/// A session under `parent` (a sub-agent's).
+async fn child_session(ax: &Ax, parent: &str) -> String {
+    let s = ax
+        .app
+        .post_ok(
+            "/v1/sessions",
+            &ax.app.frontend,
+            &json!({"title": "sub-agent", "parent_session_id": parent}),
+            201,
+        )
+        .await;
+    s["id"].as_str().unwrap().to_owned()
+}
 
 async fn job(ax: &Ax, c: &Claimed, pause: &str, affinity: &str) -> String {
     let job = ax
@@ -108,4 +125,98 @@ async fn a_child_run_holds_its_parent_until_the_child_is_released(backend: Backe
     assert_eq!(record["blocking_child_run_ids"], json!([]));
     assert_gone(parent_pid, "the process is gone").await;
     assert_eq!(ax.snapshot_bytes(&session).await, user_view_after_child);
+}
+
+async fn a_run_in_a_child_session_holds_its_parents_release(backend: Backend) {
+    let ax = ax(backend).await;
+    let session = ax.app.create_session().await;
+    let sub = child_session(&ax, &session).await;
+    let spec = spec_json(WorkspaceMode::Isolated, None);
+    let parent = ax.run_with(&session, spec.clone(), None).await;
+    ax.drain().await;
+    let parent_claim = ax.claim().await;
+    let child = ax.run_with(&sub, spec, Some(&parent)).await;
+    ax.drain().await;
+    let child_claim = ax.claim().await;
+    assert_eq!(child_claim.run_id, child);
+    let parent_pid = ax.background(&parent_claim).await;
+
+    ax.suspend(&parent_claim, "approval_required").await;
+    assert_eq!(ax.drain().await, 1);
+    let record = ax.record(&parent).await;
+    assert_eq!(record["state"], "release_blocked", "{record}");
+    assert_eq!(record["blocking_child_run_ids"], json!([child]));
+    assert!(running(parent_pid));
+
+    ax.complete(&child_claim).await;
+    assert_eq!(
+        ax.drain().await,
+        2,
+        "the child's release in its own session made the parent due at once"
+    );
+    assert_eq!(ax.record(&child).await["state"], "released");
+    assert_eq!(ax.record(&parent).await["state"], "released");
+    assert_gone(parent_pid, "the parent's sandbox is released").await;
+}
+
+async fn a_child_created_after_a_failed_release_keeps_the_parents_sandbox(backend: Backend) {
+    let ax = ax_with_faults(backend, "release=recoverable:times=1").await;
+    let session = ax.app.create_session().await;
+    let sub = child_session(&ax, &session).await;
+    let spec = spec_json(WorkspaceMode::Isolated, None);
+    let (parent, parent_claim) = ax.running_isolated(&session).await;
+    let parent_pid = ax.background(&parent_claim).await;
+    ax.suspend(&parent_claim, "approval_required").await;
+    ax.drain().await;
+    let record = ax.record(&parent).await;
+    assert_eq!(record["state"], "release_failed", "{record}");
+
+    let child = ax.run_with(&sub, spec, Some(&parent)).await;
+    ax.drain().await;
+    let record = ax.record(&parent).await;
+    assert_eq!(
+        record["state"], "release_blocked",
+        "the new child's sandbox holds the parent's: {record}"
+    );
+    assert_eq!(record["blocking_child_run_ids"], json!([child]));
+    assert!(running(parent_pid));
+    ax.advance(3600);
+    ax.drain().await;
+    assert_eq!(ax.record(&parent).await["state"], "release_blocked");
+    assert!(running(parent_pid), "no retry released it meanwhile");
+
+    let child_claim = ax.claim().await;
+    assert_eq!(child_claim.run_id, child);
+    ax.complete(&child_claim).await;
+    ax.drain().await;
+    assert_eq!(ax.record(&child).await["state"], "released");
+    assert_eq!(ax.record(&parent).await["state"], "released");
+    assert_gone(parent_pid, "released once the child was").await;
+}
+
+async fn a_parent_run_of_an_unrelated_session_is_refused(backend: Backend) {
+    let ax = ax(backend).await;
+    let session = ax.app.create_session().await;
+    let unrelated = ax.app.create_session().await;
+    let sub = child_session(&ax, &session).await;
+    let parent = ax.isolated_run(&unrelated).await;
+    let problem = ax
+        .app
+        .post_ok(
+            &format!("/v1/sessions/{sub}/runs"),
+            &ax.app.runtime,
+            &json!({
+                "sandbox_spec": spec_json(WorkspaceMode::Isolated, None),
+                "resolved_spec_hash": crate::common::app::hash('c'),
+                "input": {},
+                "parent_run_id": parent,
+            }),
+            422,
+        )
+        .await;
+    assert!(problem.to_string().contains("parent_run_id"), "{problem}");
+    // A run of the session's parent session is a valid parent (a sub-agent's).
+    let own = ax.isolated_run(&session).await;
+    ax.run_with(&sub, spec_json(WorkspaceMode::Isolated, None), Some(&own))
+        .await;
 }

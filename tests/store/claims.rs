@@ -318,12 +318,19 @@ async fn expired_leases_are_lost_and_taken_over(backend: Backend) {
     assert!(new.lease.fencing_token > old.lease.fencing_token);
     assert_eq!(f.store.metrics().lease_takeovers.load(Ordering::Relaxed), 1);
     assert_eq!(f.snapshot(&s).await, before, "a take-over is not visible");
-    let events = f.store.list_events(None, &s.id, 0, 100).await.unwrap();
-    let taken = events
+    let log = f.store.list_session_log(None, &s.id, 0, 100).await.unwrap();
+    let taken = log
         .iter()
         .find(|e| e.r#type == "lease.taken_over")
-        .expect("a lease.taken_over event");
+        .expect("a lease.taken_over entry for operators");
     assert_eq!(taken.data["run_id"], json!(run_id));
+    let seen = f.store.list_events(Some("acme"), &s.id, 0, 100).await;
+    assert!(
+        seen.unwrap()
+            .iter()
+            .all(|e| !e.r#type.starts_with("lease.")),
+        "a frontend never sees it"
+    );
 
     assert!(matches!(
         f.store

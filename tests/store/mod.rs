@@ -24,6 +24,7 @@ mod cycle;
 mod grouped_replies;
 mod grouped_transitions;
 mod grouped_writes;
+mod idempotency;
 mod jobs;
 mod migrations_match;
 mod replicas;

@@ -148,6 +148,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/sessions/{session_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["session_log"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/tenants/{tenant}/policy": {
         parameters: {
             query?: never;
@@ -852,9 +868,16 @@ export interface components {
             release_failure_count: number;
             /**
              * Format: int64
-             * @description Sum of `retry_count` over all records.
+             * @description Failed release attempts: those of every confirmed release, and the retries of the
+             *     releases still pending (`release_requested`, `release_failed`, `needs_attention`).
              */
             release_retry_count: number;
+            /**
+             * Format: int64
+             * @description Retries of the provisions and restores still pending (records `provisioning` or
+             *     `restore_requested`).
+             */
+            bind_retry_count: number;
             /**
              * Format: double
              * @description Age of the oldest `release_blocked` record (0 when none).
@@ -872,7 +895,8 @@ export interface components {
             oldest_attention_age_seconds: number;
             /**
              * Format: double
-             * @description Mean of `released_at − release_requested_at` over released records (0 when none).
+             * @description Mean of `released_at − release_requested_at` over every confirmed release, of runs
+             *     restored since too (0 when none).
              */
             average_release_latency_seconds: number;
             /**
@@ -1845,6 +1869,83 @@ export interface operations {
                 };
             };
             /** @description `execution_resource.not_found`: no such run, or a run without a sandbox; `run.not_found`: not a run id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request.invalid`: `after` or `limit` out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service.unavailable`: the database is unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    session_log: {
+        parameters: {
+            query?: {
+                /** @description Only events with a greater sequence (default 0: from the start). */
+                after?: number;
+                /** @description At most this many events (1 to 1000, default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The session whose whole log to show */
+                session_id: components["schemas"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the session's whole log: what frontends see (`GET /v1/sessions/{session_id}/events`) and the service's own entries they do not, such as `lease.taken_over` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description `auth.unauthorized`: missing, unknown or revoked token */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `auth.forbidden`: the token's role may not call this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `session.not_found` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3931,7 +4032,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `sandbox.network_not_allowed`: `resources.network: host` while the tenant's policy does not allow host networking; `request.invalid`: e.g. a `parent_run_id` of another session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
+            /** @description `sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `sandbox.network_not_allowed`: `resources.network: host` while the tenant's policy does not allow host networking; `request.invalid`: e.g. a `parent_run_id` neither of this session nor of its parent session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -26,11 +26,16 @@ pub struct FoundForRun<'a> {
     pub session_seen: bool,
     /// The provider the sandbox spec names is registered (or there is no spec).
     pub provider_registered: bool,
-    /// The parent run the command names, if it exists.
+    /// The parent run the command names, if it exists and the caller's tenant sees it.
     pub parent: Option<&'a Run>,
+    /// The session's own parent session, if it has one: a sub-agent's session.
+    pub parent_session: Option<&'a SessionId>,
 }
 
-/// Checks, in order: the session, the spec's provider, the parent run (of the same session).
+const PARENT_RUN_RULE: &str = "must name a run of the same session or of its parent session";
+
+/// Checks, in order: the session, the spec's provider, the parent run (of the same session,
+/// or of the session's parent session: a sub-agent's run in a child session).
 pub fn run(found: FoundForRun<'_>, session_id: &SessionId, cmd: &CreateRun) -> Result<(), Refusal> {
     if !found.session_seen {
         return Err(Refusal::NotFound("session"));
@@ -46,10 +51,10 @@ pub fn run(found: FoundForRun<'_>, session_id: &SessionId, cmd: &CreateRun) -> R
         )
         .into());
     }
-    if cmd.parent_run_id.is_some() && found.parent.is_none_or(|p| &p.session_id != session_id) {
-        return Err(
-            ValidationError::new("parent_run_id", "must name a run of the same session").into(),
-        );
+    let of_family =
+        |p: &Run| &p.session_id == session_id || found.parent_session == Some(&p.session_id);
+    if cmd.parent_run_id.is_some() && !found.parent.is_some_and(of_family) {
+        return Err(ValidationError::new("parent_run_id", PARENT_RUN_RULE).into());
     }
     Ok(())
 }
@@ -102,6 +107,7 @@ mod tests {
             session_seen,
             provider_registered,
             parent,
+            parent_session: None,
         }
     }
 
@@ -152,10 +158,26 @@ mod tests {
     }
 
     #[test]
+    fn the_parent_may_be_a_run_of_the_parent_session() {
+        let session_id = SessionId::new();
+        let parent_session = SessionId::new();
+        let mut parent = a_run(RunState::Running);
+        parent.session_id = parent_session.clone();
+        let named = cmd(true, Some(parent.id.clone()));
+        let mut seen = found(true, true, Some(&parent));
+        assert!(run(seen, &session_id, &named).is_err());
+        seen.parent_session = Some(&parent_session);
+        assert_eq!(run(seen, &session_id, &named), Ok(()));
+        let other = SessionId::new();
+        seen.parent_session = Some(&other);
+        assert!(run(seen, &session_id, &named).is_err());
+    }
+
+    #[test]
     fn the_parent_must_be_a_run_of_the_same_session() {
         let invalid = Err(Refusal::Invalid(ValidationError::new(
             "parent_run_id",
-            "must name a run of the same session",
+            PARENT_RUN_RULE,
         )));
         let session_id = SessionId::new();
         let named = cmd(false, Some(RunId::new()));

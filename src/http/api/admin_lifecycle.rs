@@ -12,10 +12,10 @@ use utoipa_axum::routes;
 use super::auth::{Admin, Observer};
 use super::error::{ApiError, Problem};
 use super::extract::{ApiQuery, PathIds};
-use super::sessions::EventsQuery;
+use super::sessions::{EventPage, EventsQuery};
 use super::state::AppState;
 use crate::domain::resource::ExecutionResourceRecord;
-use crate::domain::RunId;
+use crate::domain::{RunId, SessionId};
 use crate::metrics::LifecycleMetrics;
 use crate::store::{ResourceEvent, StoreError};
 
@@ -24,6 +24,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(execution_resource))
         .routes(routes!(execution_resource_events))
         .routes(routes!(lifecycle_metrics))
+        .routes(routes!(session_log))
 }
 
 #[utoipa::path(
@@ -111,4 +112,32 @@ async fn lifecycle_metrics(
     _observer: Observer,
 ) -> Result<Json<LifecycleMetrics>, ApiError> {
     Ok(Json(state.store.lifecycle_metrics().await?))
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/admin/sessions/{session_id}/events",
+    tag = "admin",
+    params(("session_id" = SessionId, Path, description = "The session whose whole log to show"), EventsQuery),
+    responses(
+        (status = 200, description = "A page of the session's whole log: what frontends see (`GET /v1/sessions/{session_id}/events`) and the service's own entries they do not, such as `lease.taken_over`", body = EventPage),
+        (status = 404, description = "`session.not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`request.invalid`: `after` or `limit` out of range", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["admin"]))
+)]
+async fn session_log(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ids: PathIds,
+    ApiQuery(query): ApiQuery<EventsQuery>,
+) -> Result<Json<EventPage>, ApiError> {
+    let session_id: SessionId = ids.get("session_id")?;
+    let (after, limit) = query.page()?;
+    let events = state
+        .store
+        .list_session_log(None, &session_id, after, limit)
+        .await?;
+    let next_after = events.last().map_or(after, |e| e.sequence);
+    Ok(Json(EventPage { events, next_after }))
 }

@@ -20,7 +20,7 @@ use super::auth;
 use super::error::ApiError;
 use super::extract::read_body;
 use super::state::AppState;
-use crate::store::{IdempotencyBegin, Store};
+use crate::store::{stored_answer, IdempotencyBegin, IdempotencyClaim, Store};
 
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
@@ -160,6 +160,10 @@ where
         }
     }
 
+    parts.extensions.insert(IdempotencyClaim {
+        scope: scope.clone(),
+        key: key.clone(),
+    });
     let mut pending = Pending {
         store: state.store.clone(),
         scope,
@@ -187,7 +191,7 @@ where
         pending.abort().await;
     } else if let Some(r) = res_parts.extensions.remove::<ReplayWith>() {
         pending
-            .finish(r.status.as_u16(), &envelope(r.content_type, &r.body))
+            .finish(r.status.as_u16(), &stored_answer(r.content_type, &r.body))
             .await;
     } else {
         let content_type = res_parts
@@ -196,7 +200,10 @@ where
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
         pending
-            .finish(res_parts.status.as_u16(), &envelope(content_type, &body))
+            .finish(
+                res_parts.status.as_u16(),
+                &stored_answer(content_type, &body),
+            )
             .await;
     }
     Ok(Response::from_parts(res_parts, Body::from(body)))
@@ -236,14 +243,6 @@ fn request_hash(method: &Method, uri: &axum::http::Uri, body: &[u8]) -> String {
     h.update(b"\n");
     h.update(body);
     hex::encode(h.finalize())
-}
-
-fn envelope(content_type: &str, body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(content_type.len() + 1 + body.len());
-    out.extend_from_slice(content_type.as_bytes());
-    out.push(b'\n');
-    out.extend_from_slice(body);
-    out
 }
 
 fn replay(status: u16, stored: &[u8]) -> Response {
@@ -334,7 +333,7 @@ mod tests {
 
     #[test]
     fn envelopes_round_trip_and_hashes_cover_the_body() {
-        let res = replay(201, &envelope("application/json", b"{\"a\":1}"));
+        let res = replay(201, &stored_answer("application/json", b"{\"a\":1}"));
         assert_eq!(res.status(), StatusCode::CREATED);
         assert_eq!(res.headers()[header::CONTENT_TYPE], "application/json");
         assert_eq!(res.headers()[IDEMPOTENT_REPLAYED], "true");

@@ -3,7 +3,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::Json;
+use axum::{Extension, Json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -16,6 +16,7 @@ use crate::domain::run::{Run, RunReadBack};
 use crate::domain::tenant::NetworkNotAllowed;
 use crate::domain::{RunId, SessionId};
 use crate::service::runs::{self, CreateRunError};
+use crate::store::IdempotencyClaim;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -38,7 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses(
         (status = 201, description = "The run, `queued`", body = Run),
         (status = 404, description = "`session.not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `sandbox.network_not_allowed`: `resources.network: host` while the tenant's policy does not allow host networking; `request.invalid`: e.g. a `parent_run_id` of another session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`sandbox.spec_unsupported`: the sandbox spec is not `sagents.sandbox-spec/v3`; `sandbox.capability_missing`: the provider does not offer a disposition the spec's pauses or end need; `sandbox.network_not_allowed`: `resources.network: host` while the tenant's policy does not allow host networking; `request.invalid`: e.g. a `parent_run_id` neither of this session nor of its parent session, `sandbox_spec.host_workspace` without `workspace_mode: active_workspace` (or missing with it), a `safe_pause_behavior` that keeps compute", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["runtime"]))
 )]
@@ -46,10 +47,12 @@ async fn create_run(
     State(state): State<AppState>,
     auth: Runtime,
     ids: PathIds,
+    key: Option<Extension<IdempotencyClaim>>,
     ApiJson(cmd): ApiJson<CreateRun>,
 ) -> Result<(StatusCode, Json<Run>), ApiError> {
     let session_id: SessionId = ids.get("session_id")?;
-    let run = runs::create_run(&state.store, auth.tenant()?, &session_id, &cmd)
+    let key = key.as_ref().map(|Extension(k)| k);
+    let run = runs::create_run(&state.store, auth.tenant()?, &session_id, &cmd, key)
         .await
         .map_err(|e| match e {
             CreateRunError::CapabilityMissing { field, message } => ApiError::new(

@@ -6,7 +6,7 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -23,7 +23,7 @@ use crate::domain::session::Session;
 use crate::domain::snapshot::{etag_for, Snapshot};
 use crate::domain::SessionId;
 use crate::service::snapshot::{read_snapshot, SnapshotOutcome, SnapshotRead};
-use crate::store::SessionEvent;
+use crate::store::{IdempotencyClaim, SessionEvent};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -46,9 +46,14 @@ pub fn router() -> OpenApiRouter<AppState> {
 async fn create_session(
     State(state): State<AppState>,
     auth: Frontend,
+    key: Option<Extension<IdempotencyClaim>>,
     ApiJson(cmd): ApiJson<CreateSession>,
 ) -> Result<(StatusCode, Json<Session>), ApiError> {
-    let session = state.store.create_session(auth.tenant()?, &cmd).await?;
+    let key = key.as_ref().map(|Extension(k)| k);
+    let session = state
+        .store
+        .create_session_keyed(auth.tenant()?, &cmd, key)
+        .await?;
     Ok((StatusCode::CREATED, Json(session)))
 }
 

@@ -1,6 +1,6 @@
 //! A handle that names another run, tenant, spec or policy is never bound as the run's own.
 
-use super::{bind_succeeded, BindKind, Next, OutcomeResult};
+use super::{abandon, bind_succeeded, BindKind, Next, OutcomeResult};
 use crate::domain::resource::{ExecutionResourceRecord, RunEffect};
 use crate::domain::sandbox::ProviderError;
 use crate::providers::wire::SandboxHandle;
@@ -45,26 +45,56 @@ pub fn handle_mismatch(
     })
 }
 
-/// A handle that is not the run's: the sandbox is bound only so that it can be terminated,
-/// and the run fails with `sandbox.handle_mismatch`; the end of the run then terminates it.
+/// Whether the handle provably names the run's own compute: its owner run and tenant are
+/// the run's (only its spec or policy hash differ).
+pub fn handle_is_own(
+    record: &ExecutionResourceRecord,
+    tenant_id: &str,
+    handle: &SandboxHandle,
+) -> bool {
+    handle.r#ref.owner_run_id == record.run_id.as_str() && handle.r#ref.tenant_id == tenant_id
+}
+
+/// A handle that is not the run's: the run fails with `sandbox.handle_mismatch` either way.
+/// A sandbox that provably is the run's (only a hash differs) is bound so that the end of
+/// the run terminates it. One that names another run or tenant is quarantined: never bound,
+/// never terminated by this run (it may be another run's live compute); the record keeps
+/// what it had (a provision or restore ends with nothing bound, `released` without
+/// `compute_released`) and its error names the foreign sandbox for operators.
 pub fn bind_mismatched(
     record: ExecutionResourceRecord,
+    tenant_id: &str,
     kind: BindKind,
     handle: &SandboxHandle,
     why: String,
 ) -> OutcomeResult<Next> {
-    let mut record = bind_succeeded(record, kind, handle)?;
+    let own = handle_is_own(&record, tenant_id, handle);
+    let mut record = match (own, kind) {
+        (true, _) => bind_succeeded(record, kind, handle)?,
+        (false, BindKind::Attach) => record,
+        (false, BindKind::Provision | BindKind::Restore) => abandon(record)?,
+    };
+    let message = if own {
+        why.clone()
+    } else {
+        let got = &handle.r#ref;
+        format!(
+            "{why}; quarantined, not terminated: sandbox `{}` of provider generation {} names \
+             owner run `{}` of tenant `{}`",
+            got.sandbox_id, handle.generation, got.owner_run_id, got.tenant_id
+        )
+    };
     record.error = Some(ProviderError {
         code: HANDLE_MISMATCH.into(),
         category: "integrity".into(),
-        message: why.clone(),
+        message: message.clone(),
         retryable: false,
     });
     Ok(Next {
         record,
         effect: RunEffect::Fail {
             code: HANDLE_MISMATCH.into(),
-            message: why,
+            message,
         },
     })
 }

@@ -4,6 +4,25 @@ use crate::clock::to_millis;
 use crate::store::engine::tx::WriteTx;
 use crate::store::engine::{rows, Store, StoreResult};
 
+/// The `Idempotency-Key` a request runs under, once `idempotency_begin` started it: a write
+/// given it stores its answer under the key in its own transaction, so a request that took
+/// effect is answered again, never run twice, even if its replica dies before
+/// `idempotency_finish`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyClaim {
+    pub scope: String,
+    pub key: String,
+}
+
+/// How an answer is stored under its key: the content type, a newline, the body bytes.
+pub fn stored_answer(content_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(content_type.len() + 1 + body.len());
+    out.extend_from_slice(content_type.as_bytes());
+    out.push(b'\n');
+    out.extend_from_slice(body);
+    out
+}
+
 /// What to do with a request carrying an `Idempotency-Key`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdempotencyBegin {
@@ -65,6 +84,32 @@ impl Store {
         .bind(key)
         .execute(&self.inner.write)
         .await?;
+        Ok(())
+    }
+
+    /// Stores `status` and `value` as JSON as the answer of each key in `answers`, in the
+    /// transaction of the write that made them.
+    pub(in crate::store) async fn idempotency_answer_in<T: serde::Serialize>(
+        &self,
+        tx: &mut WriteTx,
+        status: u16,
+        answers: &[(&IdempotencyClaim, &T)],
+    ) -> StoreResult<()> {
+        for (claim, value) in answers {
+            let body = rows::to_json(value)?;
+            sqlx::query(
+                "UPDATE idempotency_keys SET state = 'done', response_status = $3, \
+                 response_body = $4, updated_at = $5 \
+                 WHERE scope = $1 AND key = $2 AND state = 'in_flight'",
+            )
+            .bind(claim.scope.as_str())
+            .bind(claim.key.as_str())
+            .bind(i64::from(status))
+            .bind(stored_answer("application/json", body.as_bytes()))
+            .bind(to_millis(tx.now))
+            .execute(tx.conn())
+            .await?;
+        }
         Ok(())
     }
 

@@ -29,6 +29,7 @@ impl Store {
             key: "run_id",
             after,
             limit,
+            hidden: &[],
         };
         page.rows(&mut conn, run_id.as_str())
             .await?

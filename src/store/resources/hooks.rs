@@ -19,6 +19,9 @@ use crate::store::engine::{Store, StoreResult};
 pub(in crate::store) const DUE_NOW: &str =
     "CASE WHEN due_at IS NOT NULL AND due_at < $1 THEN due_at ELSE $1 END";
 
+/// The states of a release that was asked for and has not been confirmed.
+const RELEASING: &str = "'release_requested', 'release_failed', 'needs_attention'";
+
 /// The session-log event type for a record entering `state`.
 pub(in crate::store) fn lifecycle_event(state: ResourceState) -> &'static str {
     match state {
@@ -87,6 +90,31 @@ impl Store {
             if rows::enumeration::<ResourceState>(&row, "state")? == ResourceState::ReleaseBlocked {
                 tx.work();
             }
+        }
+        Ok(())
+    }
+
+    /// A run with a sandbox was created under `run_ids`: a release one of them requested
+    /// must look at its new descendant first (due now), and a coordinator planning from an
+    /// `active` record fails its compare-and-set and plans again.
+    pub(in crate::store) async fn descendant_created(
+        &self,
+        tx: &mut WriteTx,
+        run_ids: &[&str],
+    ) -> StoreResult<()> {
+        if run_ids.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "UPDATE execution_resources SET version = version + 1, updated_at = $1, \
+             due_at = CASE WHEN state IN ({RELEASING}) THEN {DUE_NOW} ELSE due_at END \
+             WHERE run_id IN ({}) AND state IN ('active', 'release_blocked', {RELEASING})",
+            params(2, run_ids.len())
+        );
+        let query = sqlx::query(&sql).bind(to_millis(tx.now));
+        let done = bind_ids(query, run_ids).execute(tx.conn()).await?;
+        if done.rows_affected() > 0 {
+            tx.work();
         }
         Ok(())
     }

@@ -8,4 +8,5 @@ pub(in crate::store) mod lifecycle_work;
 pub(in crate::store) mod metrics;
 pub(in crate::store) mod reconcile;
 pub(in crate::store) mod record_batch;
+pub(in crate::store) mod releases;
 pub(in crate::store) mod writes;

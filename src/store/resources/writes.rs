@@ -129,6 +129,7 @@ impl Store {
             .collect();
         let mut saved = self.write_resources(tx, &writes).await?;
         let mut released = Vec::new();
+        let mut confirmed = Vec::new();
         let mut results = Vec::with_capacity(items.len());
         for (item, rejected) in items.iter().zip(verdicts) {
             let id = item.run_id.as_str();
@@ -159,6 +160,9 @@ impl Store {
             if resources::wakes_ancestors(cur.state, record.state) {
                 released.push(id);
             }
+            if let Some(taken) = resources::release_confirmed(cur.state, &record) {
+                confirmed.push((id, record.version, taken));
+            }
             if record.due_at.is_some() {
                 tx.work();
             } else if record.state == ResourceState::Active {
@@ -166,6 +170,7 @@ impl Store {
             }
             results.push(Ok(record));
         }
+        self.record_releases(tx, &confirmed).await?;
         let mut woken = std::collections::HashSet::new();
         for (root, ancestor) in &ancestors {
             if released.contains(&root.as_str()) && woken.insert(ancestor.as_str()) {

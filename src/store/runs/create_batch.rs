@@ -10,13 +10,14 @@ use crate::domain::commands::CreateRun;
 use crate::domain::decide::create;
 use crate::domain::run::Run;
 use crate::domain::{RunId, SessionId};
+use crate::store::admin::idempotency::IdempotencyClaim;
 use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::params::{bind_ids, params};
 use crate::store::engine::rows::{self, RUN_RETURNING};
 use crate::store::engine::tx::WriteTx;
 use crate::store::engine::visible::sees;
 use crate::store::engine::{Store, StoreError, StoreResult};
-use crate::store::sessions::create_batch::owners_of;
+use crate::store::sessions::create_batch::{owners_of, CREATED};
 
 /// One queued run creation, with the id it will get.
 #[derive(Debug)]
@@ -25,6 +26,8 @@ pub(in crate::store) struct RunItem {
     pub tenant: String,
     pub session_id: SessionId,
     pub cmd: CreateRun,
+    /// The `Idempotency-Key` the request runs under, if any.
+    pub key: Option<IdempotencyClaim>,
 }
 
 /// Columns bound per inserted run, and per inserted execution-resource record.
@@ -76,10 +79,11 @@ impl Store {
         let mut answers: Vec<Option<StoreResult<Run>>> = Vec::with_capacity(items.len());
         let mut creating = Vec::new();
         for (index, item) in items.iter().enumerate() {
+            let session = sessions
+                .get(item.session_id.as_str())
+                .filter(|found| sees(Some(&item.tenant), &found.tenant));
             let found = create::FoundForRun {
-                session_seen: sessions
-                    .get(item.session_id.as_str())
-                    .is_some_and(|owner| sees(Some(&item.tenant), owner)),
+                session_seen: session.is_some(),
                 provider_registered: item
                     .cmd
                     .sandbox_spec
@@ -90,7 +94,9 @@ impl Store {
                     .parent_run_id
                     .as_ref()
                     .and_then(|p| parents.get(p.as_str()))
+                    .filter(|rec| sees(Some(&item.tenant), &rec.tenant_id))
                     .map(|rec| &rec.run),
+                parent_session: session.and_then(|s| s.parent.as_ref()),
             };
             let refusal = create::run(found, &item.session_id, &item.cmd).err();
             match refusal {
@@ -119,6 +125,23 @@ impl Store {
                 answers[index] = Some(Ok(run));
             }
             tx.runtime_work();
+            let children: Vec<&str> = creating
+                .iter()
+                .map(|&i| items[i])
+                .filter(|i| i.cmd.sandbox_spec.is_some() && i.cmd.parent_run_id.is_some())
+                .map(|i| i.id.as_str())
+                .collect();
+            let ancestors = self.ancestors_of_runs(tx.conn(), &children).await?;
+            let ancestors = sorted(ancestors.iter().map(|(_, id)| id.as_str()));
+            self.descendant_created(tx, &ancestors).await?;
+            let keyed: Vec<(&IdempotencyClaim, &Run)> = creating
+                .iter()
+                .filter_map(|&i| match (&items[i].key, &answers[i]) {
+                    (Some(key), Some(Ok(run))) => Some((key, run)),
+                    _ => None,
+                })
+                .collect();
+            self.idempotency_answer_in(tx, CREATED, &keyed).await?;
         }
         Ok(answers
             .into_iter()

@@ -4,6 +4,7 @@ use crate::domain::commands::CreateRun;
 use crate::domain::decide::transition;
 use crate::domain::run::{LeaseHolder, Run, RunReadBack};
 use crate::domain::{RunId, SessionId, SuspensionId};
+use crate::store::admin::idempotency::IdempotencyClaim;
 use crate::store::engine::records::{OpenSuspension, RunRecord};
 use crate::store::engine::rows::{self};
 use crate::store::engine::tx::WriteTx;
@@ -25,12 +26,25 @@ impl Store {
         session_id: &SessionId,
         cmd: &CreateRun,
     ) -> StoreResult<Run> {
+        self.create_run_keyed(tenant, session_id, cmd, None).await
+    }
+
+    /// [`Self::create_run`] under an `Idempotency-Key`: the answer is stored under the key
+    /// in the transaction that creates the run.
+    pub async fn create_run_keyed(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        cmd: &CreateRun,
+        key: Option<&IdempotencyClaim>,
+    ) -> StoreResult<Run> {
         cmd.validate()?;
         self.grouped(RunItem {
             id: RunId::new(),
             tenant: tenant.to_owned(),
             session_id: session_id.clone(),
             cmd: cmd.clone(),
+            key: key.cloned(),
         })
         .await
     }

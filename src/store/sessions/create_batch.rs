@@ -9,6 +9,7 @@ use crate::domain::commands::CreateSession;
 use crate::domain::decide::create;
 use crate::domain::session::Session;
 use crate::domain::SessionId;
+use crate::store::admin::idempotency::IdempotencyClaim;
 use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::params::{pairs, params};
 use crate::store::engine::tx::WriteTx;
@@ -21,7 +22,12 @@ pub(in crate::store) struct SessionItem {
     pub id: SessionId,
     pub tenant: String,
     pub cmd: CreateSession,
+    /// The `Idempotency-Key` the request runs under, if any.
+    pub key: Option<IdempotencyClaim>,
 }
+
+/// The status a creation answers with.
+pub(in crate::store) const CREATED: u16 = 201;
 
 /// Columns bound per inserted session.
 const SESSION_PARAMS: usize = 5;
@@ -59,7 +65,7 @@ impl Store {
             let parent_seen = item.cmd.parent_session_id.as_ref().is_none_or(|p| {
                 parents
                     .get(p.as_str())
-                    .is_some_and(|owner| sees(Some(&item.tenant), owner))
+                    .is_some_and(|found| sees(Some(&item.tenant), &found.tenant))
             });
             if let Err(refusal) = create::session(&item.cmd, parent_seen) {
                 answers.push(Err(refusal.into()));
@@ -106,15 +112,21 @@ impl Store {
                 json!({ "session_id": s.id }),
             );
         }
+        let keyed: Vec<(&IdempotencyClaim, &Session)> = items
+            .iter()
+            .zip(&answers)
+            .filter_map(|(item, answer)| Some((item.key.as_ref()?, answer.as_ref().ok()?)))
+            .collect();
+        self.idempotency_answer_in(tx, CREATED, &keyed).await?;
         Ok(answers)
     }
 
-    /// The tenant of every parent session the items name that exists, by id.
+    /// Every parent session the items name that exists, by id.
     async fn session_owners(
         &self,
         tx: &mut WriteTx,
         items: &[&SessionItem],
-    ) -> StoreResult<HashMap<String, String>> {
+    ) -> StoreResult<HashMap<String, Owned>> {
         let mut ids: Vec<&str> = items
             .iter()
             .filter_map(|i| i.cmd.parent_session_id.as_ref().map(SessionId::as_str))
@@ -125,17 +137,28 @@ impl Store {
     }
 }
 
-/// The tenant of each session among `ids` that exists, by id.
+/// A session's tenant and its own parent session.
+#[derive(Debug, Clone)]
+pub(in crate::store) struct Owned {
+    pub tenant: String,
+    pub parent: Option<SessionId>,
+}
+
+/// The tenant and parent of each session among `ids` that exists, by id.
 pub(in crate::store) async fn owners_of(
     tx: &mut WriteTx,
     ids: &[&str],
-) -> StoreResult<HashMap<String, String>> {
+) -> StoreResult<HashMap<String, Owned>> {
     let sql = format!(
-        "SELECT id, tenant_id FROM sessions WHERE id IN ({})",
+        "SELECT id, tenant_id, parent_session_id FROM sessions WHERE id IN ({})",
         params(1, ids.len())
     );
     pairs(tx.conn(), &sql, ids, |row| {
-        Ok((rows::text(row, "id")?, rows::text(row, "tenant_id")?))
+        let owned = Owned {
+            tenant: rows::text(row, "tenant_id")?,
+            parent: rows::opt_text(row, "parent_session_id")?.map(SessionId::from_trusted),
+        };
+        Ok((rows::text(row, "id")?, owned))
     })
     .await
 }

@@ -8,14 +8,44 @@ use crate::store::engine::{rows, Store, StoreResult};
 
 const MAX_EVENTS: u32 = 1000;
 
+/// Entries of the session log that only operators read (`LIKE` patterns of their types): the
+/// service's own bookkeeping, such as a worker taking over an expired lease, that no user did
+/// or sees.
+const INTERNAL_EVENTS: &[&str] = &["lease.%"];
+
 impl Store {
-    /// Events of a session with `sequence > after`, oldest first, at most `limit`.
+    /// What a user sees of a session's log: its events with `sequence > after`, oldest first,
+    /// at most `limit`, without the `INTERNAL_EVENTS`.
     pub async fn list_events(
         &self,
         tenant: Option<&str>,
         session_id: &SessionId,
         after: i64,
         limit: u32,
+    ) -> StoreResult<Vec<SessionEvent>> {
+        self.session_log(tenant, session_id, after, limit, INTERNAL_EVENTS)
+            .await
+    }
+
+    /// The whole log of a session, internal entries too (operators).
+    pub async fn list_session_log(
+        &self,
+        tenant: Option<&str>,
+        session_id: &SessionId,
+        after: i64,
+        limit: u32,
+    ) -> StoreResult<Vec<SessionEvent>> {
+        self.session_log(tenant, session_id, after, limit, &[])
+            .await
+    }
+
+    async fn session_log(
+        &self,
+        tenant: Option<&str>,
+        session_id: &SessionId,
+        after: i64,
+        limit: u32,
+        hidden: &'static [&'static str],
     ) -> StoreResult<Vec<SessionEvent>> {
         let mut conn = self.inner.read.acquire().await?;
         find_session(&mut conn, tenant, session_id.as_str()).await?;
@@ -24,6 +54,7 @@ impl Store {
             key: "session_id",
             after,
             limit,
+            hidden,
         };
         page.rows(&mut conn, session_id.as_str())
             .await?
@@ -40,13 +71,20 @@ pub(in crate::store) struct EventPage {
     pub key: &'static str,
     pub after: i64,
     pub limit: u32,
+    /// `LIKE` patterns of the types left out.
+    pub hidden: &'static [&'static str],
 }
 
 impl EventPage {
     pub async fn rows(&self, conn: &mut AnyConnection, id: &str) -> StoreResult<Vec<AnyRow>> {
+        let hidden: String = self
+            .hidden
+            .iter()
+            .map(|pattern| format!(" AND type NOT LIKE '{pattern}'"))
+            .collect();
         let sql = format!(
             "SELECT {key}, sequence, type, data, created_at FROM {table} \
-             WHERE {key} = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
+             WHERE {key} = $1 AND sequence > $2{hidden} ORDER BY sequence LIMIT $3",
             key = self.key,
             table = self.table
         );

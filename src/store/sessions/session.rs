@@ -7,6 +7,7 @@ use crate::domain::validate;
 use crate::domain::SessionId;
 use crate::metrics::Metrics;
 use crate::snapshot_cache::{Cached, Encoded, SnapshotCache};
+use crate::store::admin::idempotency::IdempotencyClaim;
 use crate::store::engine::rows::{self, SESSION_COLS};
 use crate::store::engine::snapshot_read::{read_snapshot, OwnedSnapshot};
 use crate::store::engine::visible::{find_session, sees};
@@ -20,12 +21,24 @@ impl Store {
     /// same tenant (`Invalid` on `parent_session_id` otherwise). Written through the group
     /// commit with the writes queued beside it.
     pub async fn create_session(&self, tenant: &str, cmd: &CreateSession) -> StoreResult<Session> {
+        self.create_session_keyed(tenant, cmd, None).await
+    }
+
+    /// [`Self::create_session`] under an `Idempotency-Key`: the answer is stored under the
+    /// key in the transaction that creates the session.
+    pub async fn create_session_keyed(
+        &self,
+        tenant: &str,
+        cmd: &CreateSession,
+        key: Option<&IdempotencyClaim>,
+    ) -> StoreResult<Session> {
         validate::name("tenant", tenant)?;
         cmd.validate()?;
         self.grouped(SessionItem {
             id: SessionId::new(),
             tenant: tenant.to_owned(),
             cmd: cmd.clone(),
+            key: key.cloned(),
         })
         .await
     }
