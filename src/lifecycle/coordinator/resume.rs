@@ -18,16 +18,20 @@ impl Work {
     /// scheduled before something woke the record (the reply): its human never waits out a
     /// backoff from before the answer.
     pub(super) fn held(&self, now: DateTime<Utc>) -> bool {
+        waiting_for_retry(&self.record, now)
+            && !(self.run.state == RunState::Resuming && self.woken())
+    }
+
+    /// Something made the record due before its pending retry (a reply, a new child).
+    fn woken(&self) -> bool {
         let r = &self.record;
-        let woken = r
-            .due_at
-            .is_some_and(|due| r.next_retry_at.is_some_and(|at| due < at));
-        waiting_for_retry(r, now) && !(self.run.state == RunState::Resuming && woken)
+        r.due_at
+            .is_some_and(|due| r.next_retry_at.is_some_and(|at| due < at))
     }
 }
 
 impl Coordinator {
-    /// A resuming run's definitely failed release is dropped only when the provider reports
+    /// A definitely failed release is dropped only when the provider reports
     /// the sandbox ready; one it reports not running is finished first; and when it cannot be
     /// asked, the next try waits the resume cadence.
     pub(super) async fn abandon_release(
@@ -35,7 +39,8 @@ impl Coordinator {
         w: &mut Work,
         now: DateTime<Utc>,
     ) -> Result<Step, CoordinatorError> {
-        if w.held(now) {
+        // Only a wake-up (a reply, a new child) plans this: it is not held by an older retry.
+        if waiting_for_retry(&w.record, now) && !w.woken() {
             return self.defer(w).await;
         }
         let ready = self.sandbox_ready(w).await;
