@@ -6,6 +6,7 @@ import re
 
 TERMINAL_CODES = ("sandbox.lost", "sandbox.kill_failed", "checkpoint.missing", "checkpoint.corrupt")
 GONE_CODES = ("release.confirmed_by_inspect", "sandbox.not_found")
+CHECKPOINT_GONE = "checkpoint.not_found"
 SNAPSHOT_LOST = "sandbox.snapshot_lost"
 ID = re.compile(r"^[0-9A-Za-z_]+$")
 
@@ -107,7 +108,7 @@ class Promises:
             err = error_of((self.recs.get(rid) or {}).get("error"))
             codes = [e["code"] for e in self.events.get(rid, []) if e["code"]] + ([err.get("code")] if err else [])
             sid = self.sandbox_of(rid)
-            if provider_word(err) or any(c in TERMINAL_CODES for c in codes) or self.gone(sid):
+            if provider_word(err) or any(c in TERMINAL_CODES or c == CHECKPOINT_GONE for c in codes) or self.gone(sid):
                 continue
             bad.append((rid, code, f"record error codes {codes}, provider now: {self.at_provider(sid) if sid else None}"))
         return bad

@@ -9,6 +9,7 @@ use super::{
 use crate::domain::resource::{ExecutionResourceRecord, ResourceEvent, ResourceState, RunEffect};
 use crate::lifecycle::rules::Cadence;
 use crate::providers::client::ProviderCallError;
+use crate::providers::codes::CHECKPOINT_NOT_FOUND;
 use crate::providers::wire::SandboxHandle;
 
 /// How compute is (re)bound to a run.
@@ -96,8 +97,8 @@ pub fn bind_succeeded(
     Ok(record)
 }
 
-/// A provision, restore or attach failed. Retryable: stay and back off; in progress: stay
-/// and wait, no attempt counted. Otherwise the run
+/// A provision, restore or attach failed. Retryable (or refused while a human waits): stay
+/// and back off; in progress: stay and wait, no attempt counted. Otherwise the run
 /// fails; a provision or restore leaves no compute (`released` through `Abandon`), while a
 /// sandbox that could not be attached stays due so it gets terminated.
 pub fn bind_failed(
@@ -112,7 +113,14 @@ pub fn bind_failed(
         wait_in_progress(&mut record, err, *retry_after, now, cadence);
         return Ok(Next::plain(record));
     }
-    if classify(err) == FailureClass::Retry {
+    let retry = match classify(err) {
+        FailureClass::Retry => true,
+        // While a human waits, a refusal is no word on the sandbox: it is retried until an
+        // operator gives up, unless the provider says the checkpoint is gone.
+        FailureClass::Refused => cadence.is_resume() && !checkpoint_gone(kind, err),
+        FailureClass::Final => false,
+    };
+    if retry {
         if kind != BindKind::Attach {
             record.state = record.state.next(ResourceEvent::BindFailed)?;
         }
@@ -133,4 +141,10 @@ pub fn bind_failed(
     };
     record.error = Some(error);
     Ok(Next { record, effect })
+}
+
+/// The provider's word that the checkpoint to restore from does not exist.
+fn checkpoint_gone(kind: BindKind, err: &ProviderCallError) -> bool {
+    kind == BindKind::Restore
+        && matches!(err, ProviderCallError::Refused { error, .. } if error.code == CHECKPOINT_NOT_FOUND)
 }

@@ -170,3 +170,33 @@ fn a_bind_failing_past_its_budget_needs_an_operator_and_keeps_the_resume_cadence
         "no human waits"
     );
 }
+
+#[test]
+fn a_refused_bind_waits_for_an_operator_while_a_human_waits_unless_the_checkpoint_is_gone() {
+    let t = now();
+    let resume = Cadence::Resume { since: t };
+    let mut released = record(ResourceState::Released);
+    released.sandbox_checkpoint = Some(checkpoint());
+    let r = begin_bind(released, BindKind::Restore).unwrap();
+    let next = bind_failed(r.clone(), BindKind::Restore, &refused(), t, 0.0, resume).unwrap();
+    assert_eq!(next.effect, RunEffect::None, "retried, not failed");
+    assert_eq!(next.record.retry_count, 1);
+    assert!(next.record.next_retry_at.is_some());
+
+    let gone = ProviderCallError::Refused {
+        status: 404,
+        error: WireError {
+            code: "checkpoint.not_found".into(),
+            ..provider_error(false)
+        },
+    };
+    let next = bind_failed(r.clone(), BindKind::Restore, &gone, t, 0.0, resume).unwrap();
+    assert!(
+        matches!(next.effect, RunEffect::Fail { ref code, .. } if code == "sandbox.restore_failed")
+    );
+    let next = bind_failed(r, BindKind::Restore, &refused(), t, 0.0, Cadence::Release).unwrap();
+    assert!(
+        matches!(next.effect, RunEffect::Fail { .. }),
+        "a run nobody waits on is told at once"
+    );
+}
