@@ -15,6 +15,9 @@ use super::sandbox::{
 use super::{JobId, RunId, SuspensionId};
 use sagents_text_enum::text_enum;
 
+/// The `error.code` of a bind that keeps failing while a human waits: it needs an operator.
+pub const BIND_NEEDS_ATTENTION: &str = "bind.needs_attention";
+
 text_enum! {
     /// Where a run's compute stands. Never shown to a frontend.
     pub enum ResourceState as "execution resource state" {

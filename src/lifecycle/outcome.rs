@@ -48,10 +48,10 @@ pub enum FailureClass {
     /// The provider refused the request itself (a 4xx that is not about authorisation):
     /// nothing was done, and nothing is known to be wrong with the sandbox. A release so
     /// refused is a configuration problem for an operator and is retried with backoff; a
-    /// provision, restore or attach so refused fails the run.
+    /// provision, restore or attach so refused fails the run unless a human waits on it.
     Refused,
-    /// The provider says the sandbox is broken and cannot be recovered (`retryable: false`
-    /// with a 5xx): the only error that forces a terminate and loses a snapshot.
+    /// The provider says the sandbox is broken and cannot be recovered (a terminal code,
+    /// `codes::is_terminal`): the only error that forces a terminate and loses a snapshot.
     Final,
 }
 

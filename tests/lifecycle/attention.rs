@@ -228,6 +228,17 @@ async fn a_bind_that_keeps_failing_while_a_human_waits_needs_an_operator(backend
         "bind.needs_attention"
     );
     assert_eq!(counters.attention_entries("restore"), 1, "entered once");
+    let page = ax
+        .app
+        .get_ok("/v1/admin/lifecycle/attention", &ax.app.admin)
+        .await;
+    let listed: Vec<&str> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["record"]["run_id"].as_str())
+        .collect();
+    assert_eq!(listed, [run.as_str()], "operators find the bind: {page}");
 
     let res = ax.app.post(&path, &ax.app.admin, &give_up).await;
     let record = expect_json(res, 200).await;

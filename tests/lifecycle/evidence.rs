@@ -16,6 +16,7 @@ crate::on_both_backends!(
     an_ingress_page_during_a_release_never_loses_the_snapshot,
     an_unknown_non_retryable_error_does_not_force_a_terminate,
     a_not_found_counts_only_from_a_provider_that_speaks_v3,
+    a_refused_retry_of_a_snapshot_is_no_word_on_the_first_attempt,
 );
 
 /// Registers the provider through a proxy (before any lifecycle work, so every client
@@ -152,4 +153,36 @@ async fn a_not_found_counts_only_from_a_provider_that_speaks_v3(backend: Backend
         record["checkpoint_lost"], true,
         "the provider's word, checked"
     );
+}
+
+async fn a_refused_retry_of_a_snapshot_is_no_word_on_the_first_attempt(backend: Backend) {
+    // The first attempt snapshots and terminates but its answer is lost; the retry is refused
+    // for a reason that says nothing of it; the sandbox is terminated. Only the key's receipt,
+    // asked for again, tells whether the snapshot was taken: it was.
+    let faults = "release=drop:times=1;release=refused:times=2";
+    let ax = ax_with_faults(backend, faults).await;
+    let (session, run, _claim, _pid) = ax.suspended_with_work().await;
+    ax.drain().await;
+    ax.advance(5);
+    ax.drain().await;
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "release_failed", "{record}");
+    assert_eq!(record["error"]["code"], "fault.injected");
+    assert_eq!(record["checkpoint_lost"], false, "{record}");
+
+    ax.advance(5);
+    ax.drain().await;
+    let record = ax.record(&run).await;
+    assert_eq!(record["state"], "released", "{record}");
+    assert_eq!(
+        record["compute_released"], true,
+        "the receipt said so: {record}"
+    );
+    assert!(record["sandbox_checkpoint"].is_object(), "{record}");
+
+    ax.approve(&session).await;
+    ax.drain().await;
+    let resumed = ax.claim().await;
+    assert_eq!(resumed.kind, "resume");
+    assert_eq!(ax.sh(&resumed, "cat state.txt").await, "v1");
 }

@@ -14,13 +14,16 @@ const FAULT_HELP: &str = "\
 Test only: inject faults. SPEC is RULE(;RULE)*, RULE is POINT=ACTION(:MODIFIER)*.
 POINT: capabilities, provision, inspect, attach, release, restore, exec, list_sandboxes,
        list_checkpoints, delete_checkpoint,
-       snapshot (the archive step, after the pause), resume (after a failed snapshot).
+       snapshot (the archive step, after the pause), resume (after a failed snapshot),
+       state_save (the next save of a sandbox's state), kill (the kill after an archive),
+       create_intent, create_files, create_leader, create_state, create_record.
 ACTION: recoverable (503, retryable, nothing done) | terminal (500, not retryable; the
         sandbox is reported lost) | refused (409, nothing done) | foreign (name another
         run as the owner) | unconfirmed (answer compute_released: false) | drop (do the
         work, cut the connection) | forget (inspect, attach, release, exec only: lose the
         sandbox as if its state were gone, then answer 404) | delay_ms=N |
-        hold (wait until the provider stops, then answer) | fail (snapshot and resume only).
+        hold (wait until the provider stops, then answer) | fail (snapshot, resume,
+        state_save, kill only) | crash (create_* only: stop as a killed provider would).
 MODIFIER: times=N (first N calls only) | p=F (probability F in [0,1]); none = every call.
 Example: release=recoverable:times=2;restore=delay_ms=300;inspect=forget:times=1";
 

@@ -155,7 +155,7 @@ impl Engine {
             },
             (D::SnapshotAndTerminate, S::Ready) => self.snapshot_and_terminate(rec).await.map(Some),
             (_, S::Terminated) => Err(ApiError::conflict(
-                "sandbox.terminated",
+                codes::SANDBOX_TERMINATED,
                 format!("the sandbox is terminated; `{disposition}` is impossible"),
             )),
             (_, state) => Err(ApiError::terminal(

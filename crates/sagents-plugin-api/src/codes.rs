@@ -8,6 +8,9 @@ use crate::wire::ProviderError;
 pub const SANDBOX_NOT_FOUND: &str = "sandbox.not_found";
 /// 404: the provider knows no such checkpoint.
 pub const CHECKPOINT_NOT_FOUND: &str = "checkpoint.not_found";
+/// 409 to a release: the sandbox is terminated and no release under this key was done, so
+/// the disposition asked for (a snapshot) is impossible.
+pub const SANDBOX_TERMINATED: &str = "sandbox.terminated";
 /// 500: the sandbox's processes are gone; only `terminate` applies.
 pub const SANDBOX_LOST: &str = "sandbox.lost";
 /// 500: the sandbox's processes could not be killed.

@@ -114,14 +114,17 @@ class Promises:
         return bad
 
     def children_held_parents(self, tracks):
-        """A parent's first release must come after every child record it has was released."""
+        """A parent's first release must come after every child record it has was released,
+        for the children created before the parent's release was asked for (a child created
+        while the release is under way cannot stop a release already sent)."""
         pairs = [(t.parent_run_id, t.run_id) for t in tracks if t.variant == "child" and t.parent_run_id]
         self.load_events({r for pair in pairs for r in pair} - set(self.events))
         bad = []
         for parent, child in pairs:
             released = [e["at"] for e in self.events.get(parent, []) if e["type"] == "lifecycle.released"]
+            asked = [e["at"] for e in self.events.get(parent, []) if e["type"] == "lifecycle.release_requested"]
             created = (self.runs.get(child) or {}).get("created_at")
-            if not released or created is None or created > released[0]:
+            if not released or created is None or created > released[0] or (asked and created > asked[0]):
                 continue
             before = [e["type"] for e in self.events.get(child, []) if e["at"] <= released[0]]
             if not before or before[-1] != "lifecycle.released":

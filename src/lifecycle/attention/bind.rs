@@ -12,8 +12,7 @@ use crate::lifecycle::rules::Cadence;
 /// A bind for a resuming run needs an operator only after failing this long since the reply.
 pub const BIND_ATTENTION_MIN_FAILING: chrono::Duration = chrono::Duration::minutes(2);
 
-/// The `error.code` of a bind that keeps failing while a human waits: it needs an operator.
-pub const BIND_NEEDS_ATTENTION: &str = "bind.needs_attention";
+pub use crate::domain::resource::BIND_NEEDS_ATTENTION;
 
 /// Whether the record's bind is marked as needing an operator.
 pub fn bind_needs_attention(record: &ExecutionResourceRecord) -> bool {

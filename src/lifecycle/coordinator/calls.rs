@@ -166,12 +166,22 @@ impl Coordinator {
         if !unconfirmed {
             return None;
         }
+        // A snapshot's retry refused for another reason says nothing of an earlier attempt,
+        // which may have taken the snapshot before it terminated: only the key's receipt can.
+        let terminated_settles = w.record.disposition
+            != Some(ReleaseDisposition::SnapshotAndTerminate)
+            || match result {
+                Err(ProviderCallError::Refused { error, .. }) => {
+                    error.code == codes::SANDBOX_TERMINATED
+                }
+                _ => true,
+            };
         let sandbox_id = &w.record.sandbox_ref.as_ref()?.sandbox_id;
         let what = w.record.disposition.map_or("release", |d| d.as_str());
         let client = self.client(&w.record.provider_id).await.ok()?;
         let opts = self.call_options(w);
         let evidence = match client.inspect(sandbox_id, &opts).await {
-            Ok(info) if info.state == SandboxState::Terminated => format!(
+            Ok(info) if info.state == SandboxState::Terminated && terminated_settles => format!(
                 "the {what} was not confirmed; inspect reports sandbox `{sandbox_id}` terminated"
             ),
             Err(ProviderCallError::Refused { error, .. })

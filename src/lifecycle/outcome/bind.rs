@@ -9,7 +9,7 @@ use super::{
 use crate::domain::resource::{ExecutionResourceRecord, ResourceEvent, ResourceState, RunEffect};
 use crate::lifecycle::rules::Cadence;
 use crate::providers::client::ProviderCallError;
-use crate::providers::codes::CHECKPOINT_NOT_FOUND;
+use crate::providers::codes::{self, CHECKPOINT_NOT_FOUND};
 use crate::providers::wire::SandboxHandle;
 
 /// How compute is (re)bound to a run.
@@ -116,8 +116,8 @@ pub fn bind_failed(
     let retry = match classify(err) {
         FailureClass::Retry => true,
         // While a human waits, a refusal is no word on the sandbox: it is retried until an
-        // operator gives up, unless the provider says the checkpoint is gone.
-        FailureClass::Refused => cadence.is_resume() && !checkpoint_gone(kind, err),
+        // operator gives up, unless the provider says what it needs is gone.
+        FailureClass::Refused => cadence.is_resume() && !source_gone(kind, err),
         FailureClass::Final => false,
     };
     if retry {
@@ -143,8 +143,15 @@ pub fn bind_failed(
     Ok(Next { record, effect })
 }
 
-/// The provider's word that the checkpoint to restore from does not exist.
-fn checkpoint_gone(kind: BindKind, err: &ProviderCallError) -> bool {
-    kind == BindKind::Restore
-        && matches!(err, ProviderCallError::Refused { error, .. } if error.code == CHECKPOINT_NOT_FOUND)
+/// The provider's word that what the bind needs does not exist: the checkpoint to restore
+/// from, or the sandbox to attach to.
+fn source_gone(kind: BindKind, err: &ProviderCallError) -> bool {
+    let ProviderCallError::Refused { error, .. } = err else {
+        return false;
+    };
+    match kind {
+        BindKind::Restore => error.code == CHECKPOINT_NOT_FOUND,
+        BindKind::Attach => codes::is_sandbox_not_found(error),
+        BindKind::Provision => false,
+    }
 }

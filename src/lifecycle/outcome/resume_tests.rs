@@ -172,7 +172,7 @@ fn a_bind_failing_past_its_budget_needs_an_operator_and_keeps_the_resume_cadence
 }
 
 #[test]
-fn a_refused_bind_waits_for_an_operator_while_a_human_waits_unless_the_checkpoint_is_gone() {
+fn a_refused_bind_waits_for_an_operator_while_a_human_waits_unless_its_source_is_gone() {
     let t = now();
     let resume = Cadence::Resume { since: t };
     let mut released = record(ResourceState::Released);
@@ -198,5 +198,18 @@ fn a_refused_bind_waits_for_an_operator_while_a_human_waits_unless_the_checkpoin
     assert!(
         matches!(next.effect, RunEffect::Fail { .. }),
         "a run nobody waits on is told at once"
+    );
+    let not_found = ProviderCallError::Refused {
+        status: 404,
+        error: WireError {
+            code: "sandbox.not_found".into(),
+            ..provider_error(false)
+        },
+    };
+    let blocked = record(ResourceState::ReleaseBlocked);
+    let next = bind_failed(blocked, BindKind::Attach, &not_found, t, 0.0, resume).unwrap();
+    assert!(
+        matches!(next.effect, RunEffect::Fail { ref code, .. } if code == "sandbox.attach_failed"),
+        "the sandbox to attach to is gone"
     );
 }

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use crate::clock::to_millis;
 use crate::domain::claim::Lease;
-use crate::domain::resource::ExecutionResourceRecord;
+use crate::domain::resource::{ExecutionResourceRecord, BIND_NEEDS_ATTENTION};
 use crate::domain::validate;
 use crate::domain::{LeaseId, RunId};
 use crate::store::claims::runtime::lease_expiry;
@@ -23,7 +23,7 @@ pub struct AttentionItem {
 }
 
 impl Store {
-    /// `needs_attention` records, longest waiting first, at most `limit`, after the record of
+    /// `needs_attention` records and binds flagged for an operator, longest waiting first, at most `limit`, after the record of
     /// run `after` (the last of the previous page) when given.
     pub async fn list_attention(
         &self,
@@ -44,7 +44,8 @@ impl Store {
             "SELECT {RESOURCE_COLS}, state_since, \
                (SELECT s.tenant_id FROM runs r JOIN sessions s ON s.id = r.session_id \
                 WHERE r.id = execution_resources.run_id) AS tenant_id \
-             FROM execution_resources WHERE state = 'needs_attention' AND ($1 IS NULL OR \
+             FROM execution_resources WHERE (state = 'needs_attention' OR error LIKE '%\"code\":\"{BIND_NEEDS_ATTENTION}\"%') \
+               AND ($1 IS NULL OR \
                (state_since, run_id) > (SELECT c.state_since, c.run_id \
                  FROM execution_resources c WHERE c.run_id = $1)) \
              ORDER BY state_since, run_id LIMIT $2"
