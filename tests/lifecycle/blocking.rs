@@ -14,6 +14,7 @@ on_both_backends!(
     a_child_run_holds_its_parent_until_the_child_is_released,
     a_run_in_a_child_session_holds_its_parents_release,
     a_child_created_after_a_failed_release_keeps_the_parents_sandbox,
+    a_parent_that_ends_is_terminated_whatever_its_children_hold,
     a_parent_run_of_an_unrelated_session_is_refused,
 );
 
@@ -192,6 +193,41 @@ async fn a_child_created_after_a_failed_release_keeps_the_parents_sandbox(backen
     assert_eq!(ax.record(&child).await["state"], "released");
     assert_eq!(ax.record(&parent).await["state"], "released");
     assert_gone(parent_pid, "released once the child was").await;
+}
+
+/// Children hold a suspended parent's sandbox, not a finished one: the end of a run releases
+/// its compute whatever holds it, and the child keeps its own.
+async fn a_parent_that_ends_is_terminated_whatever_its_children_hold(backend: Backend) {
+    let ax = ax(backend).await;
+    let session = ax.app.create_session().await;
+    let sub = child_session(&ax, &session).await;
+    let spec = spec_json(WorkspaceMode::Isolated, None);
+    let (parent, parent_claim) = ax.running_isolated(&session).await;
+    let child = ax.run_with(&sub, spec, Some(&parent)).await;
+    ax.drain().await;
+    let child_claim = ax.claim().await;
+    assert_eq!(child_claim.run_id, child);
+    let parent_pid = ax.background(&parent_claim).await;
+    let child_pid = ax.background(&child_claim).await;
+    ax.suspend(&parent_claim, "approval_required").await;
+    assert_eq!(ax.drain().await, 1);
+    assert_eq!(ax.record(&parent).await["state"], "release_blocked");
+
+    ax.app
+        .post_ok(
+            &format!("/v1/sessions/{session}/runs/{parent}/cancel"),
+            &ax.app.frontend,
+            &json!({}),
+            200,
+        )
+        .await;
+    assert_eq!(ax.drain().await, 1);
+    let record = ax.record(&parent).await;
+    assert_eq!(record["state"], "released", "{record}");
+    assert_eq!(record["release_purpose"], "run_ended");
+    assert_gone(parent_pid, "the ended parent's sandbox is terminated").await;
+    assert_eq!(ax.record(&child).await["state"], "active");
+    assert!(running(child_pid), "the child keeps its own sandbox");
 }
 
 async fn a_parent_run_of_an_unrelated_session_is_refused(backend: Backend) {

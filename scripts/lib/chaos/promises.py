@@ -8,14 +8,26 @@ TERMINAL_CODES = ("sandbox.lost", "sandbox.kill_failed", "checkpoint.missing", "
 GONE_CODES = ("release.confirmed_by_inspect", "sandbox.not_found")
 CHECKPOINT_GONE = "checkpoint.not_found"
 SNAPSHOT_LOST = "sandbox.snapshot_lost"
+# A record in these states is already releasing: a `release_requested` entry from one is a retry.
+RELEASING = ("release_requested", "release_failed", "needs_attention")
 ID = re.compile(r"^[0-9A-Za-z_]+$")
 
 
 def q_events(run_ids):
     ids = ",".join(f"'{r}'" for r in sorted(run_ids) if r and ID.match(r))
     return ("SELECT coalesce(json_agg(json_build_object('run_id', run_id, 'type', type, 'code', "
-            "data::jsonb->>'error_code', 'at', created_at) ORDER BY run_id, sequence), '[]') "
+            "data::jsonb->>'error_code', 'from', data::jsonb->>'from', 'at', created_at) "
+            "ORDER BY run_id, sequence), '[]') "
             f"FROM execution_resource_events WHERE run_id IN ({ids or 'NULL'})")
+
+
+def q_run_entries(run_ids):
+    """The session log's entries on each run's own state (`run.suspended`, `run.completed`, …)."""
+    ids = ",".join(f"'{r}'" for r in sorted(run_ids) if r and ID.match(r))
+    return ("SELECT coalesce(json_agg(json_build_object('run_id', r.id, 'type', e.type, 'at', e.created_at) "
+            "ORDER BY r.id, e.sequence), '[]') FROM runs r JOIN session_events e ON e.session_id = r.session_id "
+            "AND e.type LIKE 'run.%' AND e.data::jsonb->>'run_id' = r.id "
+            f"WHERE r.id IN ({ids or 'NULL'})")
 
 
 def error_of(value):
@@ -114,20 +126,36 @@ class Promises:
         return bad
 
     def children_held_parents(self, tracks):
-        """A parent's first release must come after every child record it has was released,
-        for the children created before the parent's release was asked for (a child created
-        while the release is under way cannot stop a release already sent)."""
+        """Rules 3(b) and 10: a suspended parent asks for its release only once every child
+        record that exists is `released`. Judged at each fresh ask (a `release_requested` entry
+        not coming from a release already under way) made while the parent's run was suspended,
+        for each child whose record surely existed when the ask read the blockers: its run was
+        created before the parent's suspension, or its record already has an entry (the service
+        stamps a write when its transaction begins, so a child created later may commit after
+        the ask: the release then goes on). Not promised, so not counted: the end of the
+        parent's run (rule 12 terminates its sandbox whatever holds it), and a child that comes
+        back to life after the ask (a release already sent goes on)."""
         pairs = [(t.parent_run_id, t.run_id) for t in tracks if t.variant == "child" and t.parent_run_id]
         self.load_events({r for pair in pairs for r in pair} - set(self.events))
+        entries = {}
+        for e in self.ctx.pg.psql_json(q_run_entries({parent for parent, _ in pairs})):
+            entries.setdefault(e["run_id"], []).append(e)
         bad = []
         for parent, child in pairs:
-            released = [e["at"] for e in self.events.get(parent, []) if e["type"] == "lifecycle.released"]
-            asked = [e["at"] for e in self.events.get(parent, []) if e["type"] == "lifecycle.release_requested"]
             created = (self.runs.get(child) or {}).get("created_at")
-            if not released or created is None or created > released[0] or (asked and created > asked[0]):
+            if created is None:
                 continue
-            before = [e["type"] for e in self.events.get(child, []) if e["at"] <= released[0]]
-            if not before or before[-1] != "lifecycle.released":
-                state = before[-1] if before else "new"
-                bad.append((parent, child, f"parent released while the child's record was {state}"))
+            for ask in self.events.get(parent, []):
+                if ask["type"] != "lifecycle.release_requested" or ask["from"] in RELEASING:
+                    continue
+                run_state = [e for e in entries.get(parent, []) if e["at"] <= ask["at"]]
+                if not run_state or run_state[-1]["type"] != "run.suspended":
+                    continue
+                before = [e["type"] for e in self.events.get(child, []) if e["at"] <= ask["at"]]
+                if not before and created >= run_state[-1]["at"]:
+                    continue
+                state = before[-1] if before else "lifecycle.provisioning"
+                if state != "lifecycle.released":
+                    bad.append((parent, child, f"the suspended parent's release was asked at {ask['at']} "
+                                               f"while the child's record was {state}"))
         return bad
