@@ -386,7 +386,8 @@ pub fn release_failed(
     let forced = classify(err) == FailureClass::Final
         && record.disposition != Some(ReleaseDisposition::Terminate);
     if !forced {
-        return release_attempt_failed(record, err.to_provider_error(), now, jitter, cadence);
+        let error = forced_reason_kept(&record, err.to_provider_error());
+        return release_attempt_failed(record, error, now, jitter, cadence);
     }
     // A checkpoint already named by a receipt of this release exists: it is not lost.
     let lost_snapshot = record.disposition == Some(ReleaseDisposition::SnapshotAndTerminate)
@@ -401,6 +402,30 @@ pub fn release_failed(
     record.checkpoint_lost |= lost_snapshot;
     record.error = Some(err.to_provider_error());
     Ok(record)
+}
+
+const TERMINATE_RETRY: &str = "; the forced terminate's last attempt failed: ";
+
+/// A forced terminate's failed attempt keeps the provider's word that forced it (which also
+/// says why a snapshot was lost), with the attempt's failure in its message.
+fn forced_reason_kept(record: &ExecutionResourceRecord, error: ProviderError) -> ProviderError {
+    match &record.error {
+        Some(reason)
+            if record.release_purpose == Some(ReleasePurpose::ForcedTerminate)
+                && !reason.retryable =>
+        {
+            let cause = reason
+                .message
+                .split(TERMINATE_RETRY)
+                .next()
+                .unwrap_or_default();
+            ProviderError {
+                message: format!("{cause}{TERMINATE_RETRY}{}: {}", error.code, error.message),
+                ..reason.clone()
+            }
+        }
+        _ => error,
+    }
 }
 
 /// The sandbox checkpoint is gone: the resuming run fails instead of hanging.

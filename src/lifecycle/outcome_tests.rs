@@ -463,6 +463,33 @@ fn a_forced_terminate_that_fails_is_retried_and_the_snapshot_stays_lost() {
     assert!(again.checkpoint_lost, "a lost snapshot stays lost");
 }
 
+#[test]
+fn a_forced_terminate_keeps_the_word_that_forced_it_through_its_failed_attempts() {
+    let (r, _, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    let forced = release_failed(r, &terminal(), t, 0.0, Cadence::Release).unwrap();
+    let lost = ProviderCallError::Uncertain {
+        kind: UncertainKind::ConnectionLost,
+        message: "connection reset".into(),
+    };
+    let once = release_failed(forced, &lost, t, 0.0, Cadence::Release).unwrap();
+    let twice = release_failed(once, &lost, t, 0.0, Cadence::Release).unwrap();
+    let error = twice.error.clone().unwrap();
+    assert_eq!(error.code, "sandbox.lost", "{error:?}");
+    assert!(!error.retryable);
+    assert_eq!(error.message.matches("last attempt failed").count(), 1);
+    assert!(error.message.contains(&lost.to_provider_error().code));
+    assert_eq!(twice.retry_count, 2);
+    let receipt = receipt(ReleaseDisposition::Terminate, true);
+    let done = release_answered(twice, &receipt, t, 0.0, Cadence::Release).unwrap();
+    assert_eq!(done.state, ResourceState::Released);
+    assert!(done.checkpoint_lost);
+    assert_eq!(
+        done.error.unwrap().code,
+        "sandbox.lost",
+        "the cause of the loss"
+    );
+}
+
 #[path = "outcome_bind_tests.rs"]
 mod bind;
 

@@ -106,3 +106,74 @@ async fn a_root_with_terminated_sandboxes_among_the_live_ones_still_loads() {
     assert_eq!(resident(&h), 1);
     assert_answers(&h, &done).await;
 }
+
+/// The on-disk state a provider killed mid-release leaves once the checkpoint is recorded and
+/// the processes killed, before the receipt is saved: the sandbox `suspended` (saved with the
+/// freeze) under the release's key, its processes gone, the checkpoint on disk.
+fn killed_before_the_receipt(root: &std::path::Path, sandbox_id: &str, key: &str) {
+    let state = root.join("state");
+    let terminated = state.join("terminated").join(format!("{sandbox_id}.json"));
+    let mut rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&terminated).unwrap()).unwrap();
+    rec["state"] = "suspended".into();
+    rec["generation"] = (rec["generation"].as_u64().unwrap() - 1).into();
+    rec["releases"].as_object_mut().unwrap().remove(key);
+    rec["releasing"] = key.into();
+    let live = state.join("sandboxes").join(format!("{sandbox_id}.json"));
+    std::fs::write(&live, serde_json::to_vec(&rec).unwrap()).unwrap();
+    std::fs::remove_file(&terminated).unwrap();
+}
+
+#[tokio::test]
+async fn a_restart_finishes_a_snapshot_whose_checkpoint_was_recorded_under_its_key() {
+    let mut h = Harness::start().await;
+    let sbx = h.provision("snap").await;
+    let first = h
+        .release(&sbx, D::SnapshotAndTerminate, "k1")
+        .await
+        .unwrap();
+    let checkpoint = first.checkpoint.clone().unwrap();
+    h.provider.take().unwrap().stop().await;
+    killed_before_the_receipt(h.root.path(), &sbx.r#ref.sandbox_id, "k1");
+    h.restart().await;
+
+    let again = h
+        .release(&sbx, D::SnapshotAndTerminate, "k1")
+        .await
+        .expect("the key's outcome, not a sandbox called lost");
+    assert!(again.compute_released);
+    assert_eq!(
+        again.checkpoint.unwrap().checkpoint_id,
+        checkpoint.checkpoint_id
+    );
+    assert_eq!(
+        h.sandbox_state(&sbx.r#ref.sandbox_id).await,
+        SandboxState::Terminated
+    );
+}
+
+#[tokio::test]
+async fn a_restart_calls_a_frozen_sandbox_lost_when_no_checkpoint_was_recorded() {
+    let mut h = Harness::start().await;
+    let sbx = h.provision("snap").await;
+    let first = h
+        .release(&sbx, D::SnapshotAndTerminate, "k1")
+        .await
+        .unwrap();
+    h.provider.take().unwrap().stop().await;
+    killed_before_the_receipt(h.root.path(), &sbx.r#ref.sandbox_id, "k1");
+    let ckp = first.checkpoint.unwrap().checkpoint_id;
+    std::fs::remove_file(
+        h.root
+            .path()
+            .join("state/checkpoints")
+            .join(format!("{ckp}.json")),
+    )
+    .unwrap();
+    h.restart().await;
+
+    assert_eq!(
+        h.sandbox_state(&sbx.r#ref.sandbox_id).await,
+        SandboxState::Lost
+    );
+}

@@ -255,6 +255,7 @@ impl Engine {
             updated_at: now,
             releases: Default::default(),
             failed_releases: Default::default(),
+            releasing: None,
             forgotten: false,
         };
         self.finish_create(rec, intent)

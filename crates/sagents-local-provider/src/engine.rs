@@ -197,7 +197,8 @@ impl Engine {
         let (mut uids, mut live) = (HashMap::new(), HashSet::new());
         for mut rec in layout.load_sandboxes()? {
             let id = rec.r#ref.sandbox_id.clone();
-            let mut changed = reconcile(&mut rec);
+            let finished = super::snapshot::finish_interrupted_snapshot(&layout, &mut rec)?;
+            let mut changed = finished || reconcile(&mut rec);
             if let Some(leader) = rec.leader {
                 if let Some(uid) = leader.host_uid {
                     uids.insert(id.clone(), uid);

@@ -66,7 +66,12 @@ impl Engine {
         if rec.state == S::Suspended && r.disposition != D::Terminate {
             self.thaw_leftover(&mut rec);
         }
-        match self.release_as(&mut rec, r.disposition).await {
+        if r.disposition == D::SnapshotAndTerminate {
+            rec.releasing = Some(r.idempotency_key.clone());
+        }
+        let done = self.release_as(&mut rec, r.disposition).await;
+        rec.releasing = None;
+        match done {
             Ok(checkpoint) => Ok(self.record_receipt(&mut rec, r, checkpoint)),
             Err(e) => {
                 if codes::is_terminal(&e.body) {

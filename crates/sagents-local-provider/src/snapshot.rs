@@ -12,10 +12,71 @@ use super::engine::Engine;
 use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::process::Leader;
-use super::state::{SandboxRecord, StoredCheckpoint};
+use super::state::{Layout, SandboxRecord, StoredCheckpoint, StoredRelease};
 use sagents_plugin_api::codes;
-use sagents_plugin_api::spec::WorkspaceMode;
-use sagents_plugin_api::wire::{CheckpointRef, InventoryLabels, SandboxState as S};
+use sagents_plugin_api::spec::{ReleaseDisposition, WorkspaceMode};
+use sagents_plugin_api::wire::{
+    CheckpointRef, InventoryLabels, SandboxReleaseReceipt, SandboxState as S,
+};
+
+/// A snapshot release whose task ended with the provider after it recorded the checkpoint
+/// and killed the sandbox, before its receipt was saved: a restart finishes it under its
+/// key, so a retry is answered with the checkpoint instead of a sandbox called lost. One
+/// whose processes still run, or that recorded no checkpoint, is left to be thawed.
+pub(super) fn finish_interrupted_snapshot(
+    layout: &Layout,
+    rec: &mut SandboxRecord,
+) -> std::io::Result<bool> {
+    let Some(key) = rec.releasing.clone().filter(|_| rec.state == S::Suspended) else {
+        return Ok(false);
+    };
+    if rec.awaits_kill() || rec.leader.is_some_and(|l| l.is_alive()) {
+        return Ok(false);
+    }
+    let mut taken = None;
+    for id in layout.checkpoint_ids()? {
+        let Some(stored) = layout.load_checkpoint(&id)? else {
+            continue;
+        };
+        let c = stored.checkpoint;
+        if c.sandbox_id == rec.r#ref.sandbox_id
+            && c.generation == rec.generation
+            && layout.archive(&id).exists()
+        {
+            taken = Some(c);
+        }
+    }
+    let Some(checkpoint) = taken else {
+        return Ok(false);
+    };
+    let now = Utc::now();
+    rec.leader = None;
+    rec.state = S::Terminated;
+    rec.generation += 1;
+    rec.revision += 1;
+    rec.updated_at = now;
+    rec.releasing = None;
+    if rec.workspace_mode == WorkspaceMode::Isolated {
+        let _ = std::fs::remove_dir_all(&rec.dir);
+    }
+    let receipt = SandboxReleaseReceipt {
+        r#ref: rec.r#ref.clone(),
+        disposition: ReleaseDisposition::SnapshotAndTerminate,
+        state: S::Terminated,
+        checkpoint: Some(checkpoint),
+        compute_released: true,
+        duplicate: false,
+        released_at: now,
+    };
+    rec.releases.insert(
+        key,
+        StoredRelease {
+            disposition: ReleaseDisposition::SnapshotAndTerminate,
+            receipt,
+        },
+    );
+    Ok(true)
+}
 
 impl Engine {
     /// The checkpoint, once recorded. If the kill after it fails the sandbox is left as it

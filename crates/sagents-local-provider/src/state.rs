@@ -51,6 +51,10 @@ pub struct SandboxRecord {
     /// Terminal release failures by idempotency key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub failed_releases: BTreeMap<String, StoredFailure>,
+    /// The key of a snapshot release under way, saved with the freeze: a restart that finds
+    /// its checkpoint recorded and its processes gone finishes it under that key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub releasing: Option<String>,
     /// Set when the provider dropped the sandbox's state; such a record is never saved again.
     #[serde(skip)]
     pub forgotten: bool,

@@ -77,13 +77,26 @@ class Promises:
         rec = self.recs.get(rid)
         return (rec or {}).get("ref", {}).get("sandbox_id")
 
+    def since_bind(self, rid):
+        """The record's events since its sandbox was last bound: a bind clears a lost snapshot."""
+        events = self.events.get(rid, [])
+        bound = [i for i, e in enumerate(events) if e["type"] == "lifecycle.active"]
+        return events[bound[-1] + 1:] if bound else events
+
     def loss_cause(self, rid):
+        """What lost the snapshot: the record's error if it is the provider's terminal word, else
+        that word in the record's history since its last bind (a forced terminate carries the
+        word that forced it; a later reconcile clears the error), else the last error seen."""
         rec = self.recs.get(rid)
-        if rec and rec["checkpoint_lost"]:
-            err = error_of(rec["error"])
-            if err:
-                return err
-        codes = [e["code"] for e in self.events.get(rid, []) if e["code"]]
+        err = error_of(rec["error"]) if rec and rec["checkpoint_lost"] else None
+        if provider_word(err):
+            return err
+        codes = [e["code"] for e in self.since_bind(rid) if e["code"]]
+        words = [c for c in codes if c in TERMINAL_CODES]
+        if words:
+            return {"code": words[-1], "category": "sandbox_failure", "retryable": False}
+        if err:
+            return err
         return {"code": codes[-1]} if codes else None
 
     def lost_snapshots(self, run_code):
