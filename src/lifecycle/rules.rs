@@ -98,9 +98,18 @@ pub const RESUME_BACKOFF_CAP: Duration = Duration::from_secs(5);
 /// While a human waits for a resume, a failed call waits as long as the human has waited
 /// since the reply, from 0.25 s to 5 s: the tries come 0.25 s, 0.5 s, 1 s, 2 s, 4 s and 8 s
 /// after the reply (the wait doubling with each attempt), then every 5 s, whatever the
-/// record counted before the reply.
+/// record counted before the reply. A streak of failures that starts later, after a step
+/// succeeded (its attempts counted from one again), starts again from 0.25 s:
+/// [`resume_attempt_backoff`] bounds it.
 pub fn resume_backoff(waited: Duration) -> Duration {
     waited.clamp(RESUME_BACKOFF_FLOOR, RESUME_BACKOFF_CAP)
+}
+
+/// `min(5 s, 0.25 s × 2^(attempts − 1))`: the wait of the `attempts`-th failure of one
+/// streak while a human waits.
+pub fn resume_attempt_backoff(attempts: u32) -> Duration {
+    let exp = attempts.saturating_sub(1).min(16);
+    (RESUME_BACKOFF_FLOOR * (1u32 << exp)).min(RESUME_BACKOFF_CAP)
 }
 
 /// How soon a failed provider call is tried again: the one rule for every retry.
@@ -143,7 +152,8 @@ impl Cadence {
             Cadence::Release => with_jitter(backoff(attempts), jitter),
             Cadence::Resume { since } => {
                 let waited = (now - since).to_std().unwrap_or_default();
-                with_jitter(resume_backoff(waited), jitter).min(RESUME_BACKOFF_CAP)
+                let streak = resume_attempt_backoff(attempts);
+                with_jitter(resume_backoff(waited.min(streak)), jitter).min(RESUME_BACKOFF_CAP)
             }
         }
     }
@@ -357,12 +367,12 @@ mod tests {
         }
         assert_eq!(waits, [250, 250, 500, 1000, 2000, 4000, 5000, 5000]);
         assert_eq!(
-            resume.delay(1, at(3_600_000), 1.0),
+            resume.delay(9, at(3_600_000), 1.0),
             RESUME_BACKOFF_CAP,
             "jitter never passes the cap"
         );
         assert_eq!(
-            resume.delay(1, at(3_600_000), -1.0),
+            resume.delay(9, at(3_600_000), -1.0),
             Duration::from_millis(4500)
         );
         assert_eq!(
@@ -370,6 +380,12 @@ mod tests {
             RESUME_BACKOFF_FLOOR,
             "a clock behind the reply waits the floor"
         );
+        // A streak that starts long after the reply (its attempts counted afresh) starts
+        // again from the floor.
+        let late: Vec<u128> = (1..=7)
+            .map(|n| resume.delay(n, at(60_000), 0.0).as_millis())
+            .collect();
+        assert_eq!(late, [250, 500, 1000, 2000, 4000, 5000, 5000]);
         assert_eq!(
             Cadence::Release.delay(3, at(0), 0.0),
             Duration::from_secs(4),
