@@ -94,8 +94,10 @@ fn schedule_retry(
 }
 
 /// The provider still works on the operation under its key: not a failure. The state and
-/// the count of attempts stay; the same key is asked again after `retry_after` (at most the
-/// cadence's cap).
+/// the count of attempts stay; the same key is asked again after `retry_after`, but never
+/// sooner than the cadence's first wait nor than an eighth of how long the release has run
+/// (a provider that answers "in progress" forever is not polled ever faster), and never
+/// later than the cadence's cap.
 fn wait_in_progress(
     record: &mut ExecutionResourceRecord,
     err: &ProviderCallError,
@@ -103,7 +105,13 @@ fn wait_in_progress(
     now: DateTime<Utc>,
     cadence: Cadence,
 ) {
-    record.next_retry_at = Some(retry_at(now, retry_after.min(cadence.cap())));
+    let floor = cadence.delay(1, now, 0.0);
+    let patience = record
+        .release_requested_at
+        .and_then(|at| (now - at).to_std().ok())
+        .map_or(std::time::Duration::ZERO, |ran| ran / 8);
+    let wait = retry_after.max(floor).max(patience).min(cadence.cap());
+    record.next_retry_at = Some(retry_at(now, wait));
     record.error = Some(err.to_provider_error());
 }
 

@@ -213,3 +213,33 @@ fn a_refused_bind_waits_for_an_operator_while_a_human_waits_unless_its_source_is
         "the sandbox to attach to is gone"
     );
 }
+
+#[test]
+fn a_provider_that_answers_in_progress_forever_is_not_polled_ever_faster() {
+    let (r, _, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    let eager = ProviderCallError::InProgress {
+        operation: "release".into(),
+        retry_after: std::time::Duration::from_millis(100),
+    };
+    let soon = release_failed(r.clone(), &eager, t, 0.0, Cadence::Release).unwrap();
+    assert_eq!(
+        soon.next_retry_at,
+        Some(t + Duration::seconds(1)),
+        "the cadence's first wait"
+    );
+    let hour = t + Duration::hours(1);
+    let later = release_failed(r.clone(), &eager, hour, 0.0, Cadence::Release).unwrap();
+    assert_eq!(
+        later.next_retry_at,
+        Some(hour + Duration::seconds(300)),
+        "the cap"
+    );
+    assert_eq!(later.retry_count, 0, "still no failure");
+    let resume = Cadence::Resume { since: hour };
+    let waiting = release_failed(r, &eager, hour, 0.0, resume).unwrap();
+    assert_eq!(
+        waiting.next_retry_at,
+        Some(hour + Duration::seconds(5)),
+        "a human waits: the resume cap"
+    );
+}
