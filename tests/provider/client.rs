@@ -119,6 +119,23 @@ async fn misbehave(
             Response::new(Body::from_stream(stream))
         }
         "garbage" => (StatusCode::OK, "this is not json").into_response(),
+        "accepted_garbage" => (StatusCode::ACCEPTED, "<html>queued</html>").into_response(),
+        "accepted_forever" => (
+            StatusCode::ACCEPTED,
+            Json(
+                serde_json::json!({"code": "operation.in_progress", "operation": "release",
+                "idempotency_key": "k", "retry_after_ms": u64::MAX}),
+            ),
+        )
+            .into_response(),
+        "accepted_eager" => (
+            StatusCode::ACCEPTED,
+            Json(
+                serde_json::json!({"code": "operation.in_progress", "operation": "release",
+                "idempotency_key": "k", "retry_after_ms": 0}),
+            ),
+        )
+            .into_response(),
         "redirect" => (
             StatusCode::TEMPORARY_REDIRECT,
             [("location", "/target/v3/capabilities")],
@@ -245,6 +262,20 @@ async fn every_failure_is_classified() {
     let e = r.unwrap_err();
     assert_eq!(e.to_provider_error().code, "provider.not_a_provider_answer");
     assert!(e.to_string().contains("404 Not Found"), "{e}");
+
+    // A 202 is "ask again later", whatever its body says; its wait is kept within bounds.
+    for (mode, ms) in [
+        ("accepted_garbage", 1000),
+        ("accepted_forever", 60_000),
+        ("accepted_eager", 100),
+    ] {
+        let r = client(&base, mode).capabilities(&opts).await;
+        assert!(
+            matches!(&r, Err(ProviderCallError::InProgress { retry_after, .. })
+                if retry_after.as_millis() == ms),
+            "{mode}: {r:?}"
+        );
+    }
 
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let dead = format!("http://{}", closed.local_addr().unwrap());
