@@ -277,6 +277,7 @@ impl Coordinator {
                 "the record names no sandbox to release".into(),
             )),
         };
+        self.noted(&w.record.provider_id, &result).await;
         let now = self.now();
         let counters = &self.store.metrics().lifecycle;
         counters.provider_call("release", &call_status(&result));
@@ -349,6 +350,7 @@ impl Coordinator {
             Ok(client) => self.call_bind(&client, w, kind, now).await,
             Err(e) => Err(e),
         };
+        self.noted(&w.record.provider_id, &result).await;
         let now = self.now();
         let counters = &self.store.metrics().lifecycle;
         counters.provider_call(kind.as_str(), &call_status(&result));

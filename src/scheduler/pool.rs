@@ -21,6 +21,8 @@ pub const RUN_ONCE_BATCH: u32 = 16;
 const CLAIM_ERROR_BACKOFF: Duration = Duration::from_secs(1);
 /// Something due now but not claimable is leased by someone else, who wakes us when done.
 const MIN_IDLE_WAIT: Duration = Duration::from_millis(100);
+/// How often a provider that did not answer its last call is asked whether it answers again.
+pub const PROVIDER_PROBE_INTERVAL: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Clone)]
 pub struct PoolConfig {
@@ -77,9 +79,12 @@ impl WorkerPool {
             config,
             turn: tokio::sync::Mutex::new(()),
         });
-        let workers = (1..=shared.config.workers)
+        let mut workers: Vec<JoinHandle<()>> = (1..=shared.config.workers)
             .map(|n| tokio::spawn(worker(shared.clone(), n, shutdown.clone())))
             .collect();
+        if shared.config.workers > 0 {
+            workers.push(tokio::spawn(probe_providers(shared.clone(), shutdown)));
+        }
         Self { shared, workers }
     }
 
@@ -185,6 +190,18 @@ impl Shared {
 /// Resolves once shutdown is requested (or its sender is gone).
 async fn stopped(mut shutdown: watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+/// Asks the providers that stopped answering whether they answer again, so their resuming
+/// runs go on at once instead of at the end of their backoff.
+async fn probe_providers(shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(PROVIDER_PROBE_INTERVAL) => {}
+            _ = stopped(shutdown.clone()) => break,
+        }
+        shared.coordinator.probe_providers().await;
+    }
 }
 
 /// One worker at a time holds the claim turn: it claims, and when nothing is due it waits

@@ -40,6 +40,7 @@ mod history;
 mod lost;
 mod outage;
 mod pool;
+mod provider_back;
 mod reconcile;
 mod refusals;
 mod replicas;

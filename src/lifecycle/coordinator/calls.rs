@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::{Coordinator, Work};
 use crate::domain::resource::ReleasePurpose;
 use crate::domain::sandbox::ReleaseDisposition;
+use crate::lifecycle::clients::reached_provider;
 use crate::lifecycle::outcome::{self, BindKind, FailureClass};
 use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient};
 use crate::providers::codes;
@@ -134,6 +135,43 @@ impl Coordinator {
         provider_id: &str,
     ) -> Result<ProviderClient, ProviderCallError> {
         self.clients.get(provider_id).await
+    }
+
+    /// Notes whether `result` came from the provider: when it answers again after a call
+    /// that got no answer, its resuming runs are due now.
+    pub(super) async fn noted<T>(&self, provider_id: &str, result: &Result<T, ProviderCallError>) {
+        if self
+            .clients
+            .note_answer(provider_id, reached_provider(result))
+        {
+            self.provider_back(provider_id).await;
+        }
+    }
+
+    async fn provider_back(&self, provider_id: &str) {
+        match self.store.wake_resuming_on(provider_id).await {
+            Ok(woken) => {
+                tracing::info!(
+                    provider_id,
+                    woken,
+                    "the provider answers again: its resuming runs are due now"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(provider_id, error = %e, "waking the provider's resuming runs failed")
+            }
+        }
+    }
+
+    /// Asks the providers that did not answer their last call whether they answer again,
+    /// and wakes the resuming runs of those that do; returns how many answered.
+    pub async fn probe_providers(&self) -> usize {
+        let opts = CallOptions::default();
+        let back = self.clients.probe_unanswered(&opts).await;
+        for provider_id in &back {
+            self.provider_back(provider_id).await;
+        }
+        back.len()
     }
 
     pub(super) fn forget_client_on(&self, provider_id: &str, e: &ProviderCallError) {

@@ -44,6 +44,7 @@ impl Coordinator {
             return self.defer(w).await;
         }
         let ready = self.sandbox_ready(w).await;
+        self.noted(&w.record.provider_id, &ready).await;
         let counters = &self.store.metrics().lifecycle;
         counters.provider_call("inspect", &call_status(&ready));
         let record = match ready {
