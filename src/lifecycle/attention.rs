@@ -16,7 +16,7 @@ use crate::store::{Store, StoreError};
 mod bind;
 pub use bind::{
     bind_needs_attention, escalate_bind, give_up, BIND_ABANDONED, BIND_ATTENTION_MIN_FAILING,
-    BIND_NEEDS_ATTENTION,
+    BIND_IN_PROGRESS_ATTENTION_AFTER, BIND_NEEDS_ATTENTION,
 };
 
 /// When a failing release stops being routine: after `attempt_budget` failed attempts the
@@ -39,10 +39,15 @@ impl Default for AttentionPolicy {
 /// A release needs attention only after failing this long, however many attempts it made.
 pub const ATTENTION_MIN_FAILING: chrono::Duration = chrono::Duration::minutes(10);
 
+/// A release the provider still reports in progress after this long needs an operator too
+/// (it is still asked on the provider's wait).
+pub const IN_PROGRESS_ATTENTION_AFTER: chrono::Duration = chrono::Duration::minutes(30);
+
 /// A release still failing after its budget (and at least [`ATTENTION_MIN_FAILING`]) enters
 /// `needs_attention`; once there, every retry waits `retry_every` instead of the backoff,
 /// unless the run resumes: its human never waits on the operators' cadence. An operation
-/// still in progress is no failure. Other records are returned unchanged.
+/// still in progress is no failure, until it has run [`IN_PROGRESS_ATTENTION_AFTER`]. Other
+/// records are returned unchanged.
 pub fn escalate(
     mut record: ExecutionResourceRecord,
     policy: AttentionPolicy,
@@ -51,6 +56,15 @@ pub fn escalate(
     cadence: Cadence,
 ) -> OutcomeResult<ExecutionResourceRecord> {
     if in_progress(&record) {
+        let running = now - record.release_requested_at.unwrap_or(now);
+        if running >= IN_PROGRESS_ATTENTION_AFTER {
+            if record.state == ResourceState::ReleaseRequested {
+                record.state = record.state.next(ResourceEvent::ReleaseAttemptFailed)?;
+            }
+            if record.state == ResourceState::ReleaseFailed {
+                record.state = record.state.next(ResourceEvent::AttentionNeeded)?;
+            }
+        }
         return Ok(record);
     }
     let budget = i64::from(policy.attempt_budget.max(1));
@@ -316,10 +330,11 @@ mod tests {
             retryable: true,
         });
         waiting.next_retry_at = Some(now + chrono::Duration::seconds(3));
+        waiting.release_requested_at = Some(now - chrono::Duration::minutes(29));
         assert_eq!(
             escalate(waiting.clone(), policy, now, 0.0, Cadence::Release).unwrap(),
             waiting,
-            "an operation in progress moves nothing toward an operator"
+            "an operation in progress (not for half an hour) moves nothing toward an operator"
         );
     }
 

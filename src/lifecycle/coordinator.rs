@@ -372,8 +372,10 @@ impl Coordinator {
                 let cadence = w.cadence();
                 let mut next =
                     outcome::bind_failed(w.record.clone(), kind, e, now, jitter(), cadence)?;
-                if next.effect == RunEffect::None && !outcome::in_progress(&next.record) {
-                    counters.retry(kind.as_str());
+                if next.effect == RunEffect::None {
+                    if !outcome::in_progress(&next.record) {
+                        counters.retry(kind.as_str());
+                    }
                     let before = attention::bind_needs_attention(&w.record);
                     next.record =
                         attention::escalate_bind(next.record, kind, self.attention, now, cadence);

@@ -12,6 +12,10 @@ use crate::lifecycle::rules::Cadence;
 /// A bind for a resuming run needs an operator only after failing this long since the reply.
 pub const BIND_ATTENTION_MIN_FAILING: chrono::Duration = chrono::Duration::minutes(2);
 
+/// A bind the provider still reports in progress this long after the reply needs an
+/// operator too, however few attempts it took.
+pub const BIND_IN_PROGRESS_ATTENTION_AFTER: chrono::Duration = chrono::Duration::minutes(10);
+
 pub use crate::domain::resource::BIND_NEEDS_ATTENTION;
 
 /// Whether the record's bind is marked as needing an operator.
@@ -23,7 +27,8 @@ pub fn bind_needs_attention(record: &ExecutionResourceRecord) -> bool {
 }
 
 /// A bind that failed `attempt_budget` times for a resuming run, for at least
-/// [`BIND_ATTENTION_MIN_FAILING`] since the reply, is marked `bind.needs_attention` (its last
+/// [`BIND_ATTENTION_MIN_FAILING`] since the reply (or that is still in progress
+/// [`BIND_IN_PROGRESS_ATTENTION_AFTER`] after it), is marked `bind.needs_attention` (its last
 /// error in the message) for operators, who may give up on it; it keeps being retried at the
 /// resume cadence. Decided afresh after every failure, so the mark follows the last error.
 pub fn escalate_bind(
@@ -37,7 +42,8 @@ pub fn escalate_bind(
         return record;
     };
     let budget = i64::from(policy.attempt_budget.max(1));
-    if record.retry_count < budget || now - since < BIND_ATTENTION_MIN_FAILING {
+    let stuck = outcome::in_progress(&record) && now - since >= BIND_IN_PROGRESS_ATTENTION_AFTER;
+    if !stuck && (record.retry_count < budget || now - since < BIND_ATTENTION_MIN_FAILING) {
         return record;
     }
     if let Some(last) = record
@@ -45,14 +51,21 @@ pub fn escalate_bind(
         .as_mut()
         .filter(|e| e.code != BIND_NEEDS_ATTENTION)
     {
-        last.message = format!(
-            "the {} failed {} times in {} s since the reply; last error `{}`: {}",
-            kind.as_str(),
-            record.retry_count,
-            (now - since).num_seconds(),
-            last.code,
-            last.message
-        );
+        let waited = (now - since).num_seconds();
+        last.message = match stuck {
+            true => format!(
+                "the {} is still in progress at the provider {waited} s after the reply: {}",
+                kind.as_str(),
+                last.message
+            ),
+            false => format!(
+                "the {} failed {} times in {waited} s since the reply; last error `{}`: {}",
+                kind.as_str(),
+                record.retry_count,
+                last.code,
+                last.message
+            ),
+        };
         last.code = BIND_NEEDS_ATTENTION.into();
     }
     record

@@ -2,7 +2,10 @@
 //! that could not be inspected, and a bind that needs an operator.
 
 use super::*;
-use crate::lifecycle::attention::{self, AttentionPolicy, BIND_NEEDS_ATTENTION};
+use crate::lifecycle::attention::{
+    self, AttentionPolicy, BIND_IN_PROGRESS_ATTENTION_AFTER, BIND_NEEDS_ATTENTION,
+    IN_PROGRESS_ATTENTION_AFTER,
+};
 use crate::lifecycle::rules::{Cadence, RESUME_BACKOFF_CAP};
 
 fn in_progress_call(secs: u64) -> ProviderCallError {
@@ -61,9 +64,60 @@ fn a_release_in_progress_keeps_its_state_and_counts_no_attempt() {
         attempt_budget: 1,
         ..AttentionPolicy::default()
     };
-    let late = t + Duration::hours(1);
+    let late = t + Duration::minutes(29);
     let kept = attention::escalate(still.clone(), policy, late, 0.0, Cadence::Release).unwrap();
-    assert_eq!(kept, still, "never closer to an operator");
+    assert_eq!(kept, still, "no failure: no closer to an operator");
+}
+
+#[test]
+fn a_release_in_progress_for_half_an_hour_needs_an_operator_and_keeps_the_providers_wait() {
+    let (r, _, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    let started = r.release_requested_at.unwrap();
+    for state in [
+        ResourceState::ReleaseRequested,
+        ResourceState::ReleaseFailed,
+    ] {
+        let mut r = r.clone();
+        r.state = state;
+        let waiting = release_failed(r, &in_progress_call(30), t, 0.0, Cadence::Release).unwrap();
+        let policy = AttentionPolicy::default();
+        let early = started + IN_PROGRESS_ATTENTION_AFTER - Duration::seconds(1);
+        let kept = attention::escalate(waiting.clone(), policy, early, 0.0, Cadence::Release);
+        assert_eq!(kept.unwrap().state, waiting.state);
+        let late = started + IN_PROGRESS_ATTENTION_AFTER;
+        let flagged = attention::escalate(waiting.clone(), policy, late, 0.0, Cadence::Release);
+        let flagged = flagged.unwrap();
+        assert_eq!(
+            flagged.state,
+            ResourceState::NeedsAttention,
+            "from {state:?}"
+        );
+        assert_eq!(
+            flagged.next_retry_at, waiting.next_retry_at,
+            "asked on its wait"
+        );
+        assert!(in_progress(&flagged));
+    }
+}
+
+#[test]
+fn a_bind_in_progress_ten_minutes_after_the_reply_needs_an_operator() {
+    let t = now();
+    let resume = Cadence::Resume { since: t };
+    let policy = AttentionPolicy::default();
+    let r = record(ResourceState::RestoreRequested);
+    let call = in_progress_call(2);
+    let at = t + BIND_IN_PROGRESS_ATTENTION_AFTER - Duration::seconds(1);
+    let next = bind_failed(r.clone(), BindKind::Restore, &call, at, 0.0, resume).unwrap();
+    let early = attention::escalate_bind(next.record, BindKind::Restore, policy, at, resume);
+    assert!(!attention::bind_needs_attention(&early));
+    let at = t + BIND_IN_PROGRESS_ATTENTION_AFTER;
+    let next = bind_failed(r, BindKind::Restore, &call, at, 0.0, resume).unwrap();
+    let late = attention::escalate_bind(next.record, BindKind::Restore, policy, at, resume);
+    assert!(attention::bind_needs_attention(&late));
+    assert_eq!(late.retry_count, 0, "no attempt failed");
+    let message = &late.error.as_ref().unwrap().message;
+    assert!(message.contains("still in progress"), "{message}");
 }
 
 #[test]
