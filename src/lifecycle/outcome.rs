@@ -17,8 +17,10 @@ use crate::providers::codes::OPERATION_IN_PROGRESS;
 use crate::providers::wire::{CheckpointRef, SandboxReleaseReceipt};
 
 mod bind;
+mod broken;
 mod handles;
 pub use bind::{begin_bind, bind_failed, bind_idempotency_key, bind_succeeded, BindKind};
+pub use broken::{broken_while_resuming, is_terminal_word, BROKEN_TERMINATE_ATTEMPTS};
 pub use handles::{bind_mismatched, handle_is_own, handle_mismatch, HANDLE_MISMATCH};
 
 pub type OutcomeResult<T> = Result<T, ResourceTransitionError>;

@@ -24,7 +24,7 @@ fn sandbox_ref(id: &str) -> SandboxRef {
     }
 }
 
-fn record(state: ResourceState) -> ExecutionResourceRecord {
+pub(super) fn record(state: ResourceState) -> ExecutionResourceRecord {
     ExecutionResourceRecord {
         generation: 1,
         provider_generation: Some(1),

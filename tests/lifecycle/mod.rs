@@ -28,6 +28,7 @@ use crate::provider::Harness;
 
 mod attention;
 mod blocking;
+mod broken;
 mod claim_intents;
 mod coordinator;
 mod cycle;

@@ -47,6 +47,10 @@ impl Coordinator {
         self.noted(&w.record.provider_id, &ready).await;
         let counters = &self.store.metrics().lifecycle;
         counters.provider_call("inspect", &call_status(&ready));
+        if let (Ok(false), Some(next)) = (&ready, outcome::broken_while_resuming(&w.record)) {
+            tracing::warn!("resuming: the provider calls the sandbox broken and cannot terminate it; the run fails");
+            return self.commit(w, next).await;
+        }
         let record = match ready {
             Ok(true) => {
                 let disposition = w.record.disposition.map_or("none", |d| d.as_str());
