@@ -71,11 +71,13 @@ class CpuSampler(threading.Thread):
         super().__init__(name="cpu-sampler", daemon=True)
         self.pid = pid
         self.samples = []
+        self.loads = []
         self.done = threading.Event()
 
     def run(self):
         while True:
             self.samples.append((time.monotonic(), cpu_seconds(self.pid)))
+            self.loads.append(os.getloadavg()[0])
             if self.done.wait(1.0):
                 self.samples.append((time.monotonic(), cpu_seconds(self.pid)))
                 return
@@ -96,7 +98,8 @@ class CpuSampler(threading.Thread):
 
 
 def window(pid, seconds, read_calls, read_versions=None):
-    """CPU, provider calls and record versions over `seconds`."""
+    """CPU, provider calls, record versions and the machine's mean 1-minute load average over
+    `seconds`."""
     v0 = read_versions() if read_versions else None
     k0 = read_calls()
     sampler = CpuSampler(pid)
@@ -108,4 +111,5 @@ def window(pid, seconds, read_calls, read_versions=None):
     k1 = read_calls()
     v1 = read_versions() if read_versions else None
     return {"seconds": t1 - t0, "cpu_pct": 100.0 * (c1 - c0) / (t1 - t0), "cpu_worst_5s": sampler.worst(),
+            "load": sum(sampler.loads) / len(sampler.loads),
             "calls": calls_between(k0, k1), "versions": (v0, v1)}
