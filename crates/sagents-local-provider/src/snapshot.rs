@@ -3,7 +3,7 @@
 //! its processes killed. Every recoverable failure before the checkpoint is recorded thaws
 //! the sandbox before answering.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 
@@ -109,7 +109,7 @@ impl Engine {
         }
         let checkpoint_id = format!("ckp_{}", uuid::Uuid::now_v7().simple());
         let archive = self.layout.archive(&checkpoint_id);
-        let info = match self.archive(&rec.dir, archive).await {
+        let info = match self.archive(rec, archive).await {
             Ok(info) => info,
             Err(cause) => return Err(self.recover_after_failed_snapshot(rec, cause)),
         };
@@ -145,9 +145,11 @@ impl Engine {
     }
 
     /// Packs the sandbox's files into `out`, in the blocking pool.
-    async fn archive(&self, dir: &Path, out: PathBuf) -> Result<ArchiveInfo, String> {
+    async fn archive(&self, rec: &SandboxRecord, out: PathBuf) -> Result<ArchiveInfo, String> {
         let fault = self.faults.decide(FaultPoint::Snapshot);
         if let Some(delay) = fault.delay {
+            let r = &rec.r#ref;
+            tracing::info!(sandbox_id = %r.sandbox_id, owner_run_id = %r.owner_run_id, delay_ms = delay.as_millis() as u64, "snapshot delayed (injected fault)");
             tokio::time::sleep(delay).await;
         }
         if fault.hold {
@@ -156,7 +158,7 @@ impl Engine {
         if fault.action.is_some() {
             return Err("archiving failed (injected fault)".into());
         }
-        let dir = dir.to_path_buf();
+        let dir = rec.dir.clone();
         match tokio::task::spawn_blocking(move || super::archive::pack(&dir, &out)).await {
             Ok(Ok(info)) => Ok(info),
             Ok(Err(e)) => Err(format!("archiving failed: {e}")),

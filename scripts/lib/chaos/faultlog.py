@@ -3,6 +3,8 @@ log), by call and kind, and the scheduler's dropped lifecycle work."""
 
 import json
 import re
+import time
+from datetime import datetime
 from collections import Counter
 from pathlib import Path
 
@@ -47,3 +49,30 @@ def count(log_dir):
                 elif msg.startswith("lease not kept"):
                     calls[("scheduler", "lease not kept: lifecycle work dropped")] += 1
     return calls
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+DELAYED = re.compile(r"^(\S+)\s+INFO .*snapshot delayed \(injected fault\).*owner_run_id=(\S+).*delay_ms=(\d+)")
+
+
+def delayed_snapshots(log_dir):
+    """The snapshots the provider held on purpose (`snapshot=delay_ms`): for each run, the
+    windows (monotonic seconds, this process's clock) in which its snapshot was held."""
+    offset = time.time() - time.monotonic()
+    out = {}
+    path = Path(log_dir) / "provider.log"
+    if not path.exists():
+        return out
+    with open(path, errors="replace") as f:
+        for line in f:
+            if "snapshot delayed" not in line:
+                continue
+            m = DELAYED.match(ANSI.sub("", line))
+            if m is None:
+                continue
+            try:
+                at = datetime.fromisoformat(m.group(1).replace("Z", "+00:00")).timestamp() - offset
+            except ValueError:
+                continue
+            out.setdefault(m.group(2), []).append((at, at + int(m.group(3)) / 1000.0))
+    return out

@@ -28,8 +28,10 @@ def report(ctx, found, timing, path):
     stats = ctx.stats
     c = stats.counts
     windows = unreachable(timing["phases"])
+    held = faultlog.delayed_snapshots(path.parent)
     raw = sorted(x * 1000 for x, _ in stats.approve_to_resume_samples())
-    samples = sorted(((max(0.0, x - overlap(t.reply_at, t.resume_claim_at, windows)), t)
+    samples = sorted(((max(0.0, x - overlap(t.reply_at, t.resume_claim_at,
+                                            merged(windows + held.get(t.run_id, [])))), t)
                       for x, t in stats.approve_to_resume_samples()), key=lambda x: x[0])
     a2r = [x * 1000 for x, _ in samples]
     slowest = [(f"{x * 1000:.0f}ms", t.run_id, t.variant, t.flags) for x, t in samples[-8:][::-1]]
@@ -58,7 +60,7 @@ def report(ctx, found, timing, path):
         f"{c['cycles_timed_out']} timed out)")
     err(f"  approve_to_resume: {len(a2r)} samples, p50 {p50:.0f} ms, p90 {percentile(a2r, 90):.0f} ms, "
         f"p99 {p99:.0f} ms, max {max(a2r or [0]):.0f} ms, {sum(1 for x in a2r if x > 2000)} above 2000 ms "
-        f"(without the time the provider was down or behind a lying proxy; counting it: p99 "
+        f"(without the time the provider was down or behind a lying proxy, or held the run's snapshot on purpose; counting it: p99 "
         f"{percentile(raw, 99):.0f} ms, max {max(raw or [0]):.0f} ms)")
     err(f"  kills: {c['replica_kills']} replicas, {c['provider_kills']} provider; "
         f"{c['provider_forgot_sandbox']} sandboxes forgotten by the provider, "
@@ -138,6 +140,17 @@ def unreachable(phase_log):
     for i, (t0, name) in enumerate(phase_log):
         if name in UNREACHABLE:
             out.append((t0, phase_log[i + 1][0] if i + 1 < len(phase_log) else time.monotonic()))
+    return out
+
+
+def merged(windows):
+    """The windows as disjoint intervals, so no time is taken off twice."""
+    out = []
+    for w0, w1 in sorted(windows):
+        if out and w0 <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], w1))
+        else:
+            out.append((w0, w1))
     return out
 
 
