@@ -237,3 +237,41 @@ async fn a_provider_restarted_mid_release_thaws_the_sandbox_and_the_retry_archiv
         "nothing half-written is left: {archives:?}"
     );
 }
+
+#[tokio::test]
+async fn an_inspect_during_a_long_archive_answers_at_once_that_the_sandbox_is_suspended() {
+    let h = Harness::with_faults("snapshot=hold:times=1").await;
+    let sbx = h.provision("p1").await;
+    let engine = h.provider.as_ref().unwrap().engine().clone();
+    let call = tokio::spawn({
+        let (client, req) = (
+            h.client.clone(),
+            release_req(&sbx, D::SnapshotAndTerminate, "rel"),
+        );
+        async move { client.release(&req, &CallOptions::default()).await }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while engine.faults().held_calls() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the archive step was never reached"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let opts = CallOptions {
+        timeout: Some(Duration::from_secs(3)),
+        ..Default::default()
+    };
+    let info = h.client.inspect(&sbx.r#ref.sandbox_id, &opts).await;
+    assert_eq!(
+        info.expect("answered while the archive runs").state,
+        SandboxState::Suspended
+    );
+    h.open_held_calls();
+    let receipt = call.await.unwrap().unwrap();
+    assert!(receipt.compute_released && receipt.checkpoint.is_some());
+    assert_eq!(
+        h.sandbox_state(&sbx.r#ref.sandbox_id).await,
+        SandboxState::Terminated
+    );
+}

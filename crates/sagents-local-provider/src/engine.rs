@@ -34,6 +34,8 @@ use sagents_plugin_api::wire::{
 pub const PROVIDER_ID: &str = "local";
 pub const GRANT_TTL: Duration = Duration::from_secs(15 * 60);
 const MAX_KEY_LEN: usize = 256;
+/// How long an inspect waits for an operation on its sandbox before answering from the saved record.
+const INSPECT_LOCK_WAIT: Duration = Duration::from_millis(500);
 
 pub struct EngineConfig {
     pub workspace_root: PathBuf,
@@ -382,15 +384,39 @@ impl Engine {
         }
     }
 
+    /// A sandbox held by a long operation (a snapshot archiving) is answered from its saved
+    /// record instead of waiting for the operation to end.
     pub async fn inspect(&self, id: &str) -> Result<SandboxInfo, ApiError> {
         let slot = self.slot(id)?;
-        let mut rec = slot.lock().await;
+        let mut rec = match tokio::time::timeout(INSPECT_LOCK_WAIT, slot.lock()).await {
+            Ok(rec) => rec,
+            Err(_) => return self.inspect_saved(id),
+        };
         if reconcile(&mut rec) {
             self.save(&rec)?;
         }
         Ok(SandboxInfo {
             r#ref: rec.r#ref.clone(),
             state: rec.state,
+            revision: rec.revision,
+            attached_clients: rec.attached_clients,
+            generation: rec.generation,
+        })
+    }
+
+    fn inspect_saved(&self, id: &str) -> Result<SandboxInfo, ApiError> {
+        let rec = self
+            .layout
+            .load_sandbox(id)
+            .map_err(|e| internal("reading the sandbox", e))?
+            .ok_or_else(|| ApiError::not_found("sandbox", id))?;
+        let state = match rec.releasing {
+            Some(_) => SandboxState::Suspended,
+            None => rec.state,
+        };
+        Ok(SandboxInfo {
+            r#ref: rec.r#ref,
+            state,
             revision: rec.revision,
             attached_clients: rec.attached_clients,
             generation: rec.generation,
