@@ -1,7 +1,9 @@
 //! Snapshot and restore through the local provider's HTTP API against the command-line floor
 //! (`tar -cf - . | zstd -3` and `zstd -d | tar -xf -`, zstd's default single compression
-//! thread, same level), the latency of a provision and of an exec (`true`), plus the
-//! provider's memory per idle sandbox.
+//! thread, same level) for workspaces of 1, 10 and 100 MiB: each checkpoint is restored
+//! twice, first from the warm cache (the released sandbox's files, kept), then from its
+//! archive. Also the latency of a provision and of an exec (`true`), plus the provider's
+//! memory per idle sandbox.
 //!
 //! `cargo bench --bench provider` (set `PROVIDER_BENCH_RUNS` to change the 7 runs;
 //! `PROVIDER_BENCH_BIN=PATH` measures another build of the provider's binary instead of the one
@@ -34,15 +36,17 @@ const FILES: usize = 1000;
 const TOKEN: &str = "provider-bench-token-0123456789abcdef";
 /// Execs timed per run, in one sandbox.
 const EXECS: usize = 30;
-const TOTAL_BYTES: usize = 10 * 1024 * 1024;
+const MIB: usize = 1024 * 1024;
+/// Workspace sizes measured, in MiB; provisions and execs are timed with the first.
+const SIZES_MIB: [usize; 3] = [10, 1, 100];
 
-fn make_tree(dir: &Path) {
+fn make_tree(dir: &Path, total_bytes: usize) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(42);
     let words = [
         "sandbox", "release", "restore", "agent", "tool", "call", "fn", "let", "mut", "match",
         "return", "0x1f", "{", "}", "=>", "self", "async", "await", "struct", "impl",
     ];
-    let per_file = TOTAL_BYTES / FILES;
+    let per_file = total_bytes / FILES;
     for i in 0..FILES {
         let sub = dir.join(format!("d{:02}", i % 20));
         std::fs::create_dir_all(&sub).unwrap();
@@ -107,9 +111,14 @@ struct Provider {
 
 impl Provider {
     fn start(root: &Path) -> Self {
+        Self::start_with(root, &[])
+    }
+
+    fn start_with(root: &Path, flags: &[&str]) -> Self {
         let mut child = Command::new(provider_binary())
             .args(["serve", "--listen", "127.0.0.1:0", "--root"])
             .arg(root)
+            .args(flags)
             .env("SAGENTS_PROVIDER_TOKEN", TOKEN)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
@@ -183,43 +192,52 @@ fn release(h: &SandboxHandle, d: ReleaseDisposition, key: &str) -> ReleaseReques
     }
 }
 
-fn main() {
-    let runs: usize = std::env::var("PROVIDER_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(7)
-        .max(1);
-    let work = tempfile::tempdir().unwrap();
-    let tree = work.path().join("tree");
-    make_tree(&tree);
-    let archive = work.path().join("floor.tar.zst");
+/// One workspace size's medians.
+#[derive(Default)]
+struct Row {
+    mib: usize,
+    floor_pack: Vec<f64>,
+    floor_unpack: Vec<f64>,
+    snap: Vec<f64>,
+    warm: Vec<f64>,
+    archive: Vec<f64>,
+    ckp_size: u64,
+    floor_size: u64,
+}
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let root = work.path().join("provider");
-    let provider = Provider::start(&root);
-    let client = ProviderClient::new(&provider.base_url, Some(TOKEN)).unwrap();
-    let (mut floor_pack, mut floor_unpack) = (Vec::new(), Vec::new());
-    let (mut snap, mut restore) = (Vec::new(), Vec::new());
-    let (mut provisions, mut execs) = (Vec::new(), Vec::new());
-    let mut ckp_size = 0;
+/// Measures snapshot, warm restore and archive restore of a `mib` workspace `runs` times;
+/// provisions and execs are timed into the given vectors when asked.
+async fn measure(
+    work: &Path,
+    root: &Path,
+    client: &ProviderClient,
+    mib: usize,
+    runs: usize,
+    mut timed: Option<(&mut Vec<f64>, &mut Vec<f64>)>,
+) -> Row {
+    let tree = work.join(format!("tree-{mib}"));
+    make_tree(&tree, mib * MIB);
+    let archive = work.join(format!("floor-{mib}.tar.zst"));
+    let mut row = Row {
+        mib,
+        ..Row::default()
+    };
     // Each run measures the floor and the provider back to back, so both see the same load;
     // pending writes are flushed (untimed) before each measurement.
-    rt.block_on(async {
-        for i in 0..runs {
-            let t = Instant::now();
-            sh(
-                &format!("tar -cf - . | zstd -3 -q > {}", archive.display()),
-                &tree,
-            );
-            floor_pack.push(ms(t.elapsed()));
+    for i in 0..runs {
+        settle(root);
+        let t = Instant::now();
+        sh(
+            &format!("tar -cf - . | zstd -3 -q > {}", archive.display()),
+            &tree,
+        );
+        row.floor_pack.push(ms(t.elapsed()));
 
-            let t = Instant::now();
-            let h = provision(&client, &format!("bench-{i}")).await;
-            provisions.push(ms(t.elapsed()));
+        let t = Instant::now();
+        let h = provision(client, &format!("bench-{mib}-{i}")).await;
+        let provisioned = ms(t.elapsed());
+        if let Some((provisions, execs)) = timed.as_mut() {
+            provisions.push(provisioned);
             let grant = h.grant.clone().expect("a ready sandbox's grant").token;
             let exec = ExecRequest {
                 argv: vec!["true".into()],
@@ -237,55 +255,161 @@ fn main() {
                 execs.push(ms(t.elapsed()));
                 assert_eq!(out.exit_code, Some(0));
             }
-            let dir = root.join("sandboxes").join(&h.r#ref.sandbox_id);
-            sh(
-                &format!("cp -a {}/. {}", tree.display(), dir.display()),
-                &tree,
-            );
-            let snap_req = release(
-                &h,
-                ReleaseDisposition::SnapshotAndTerminate,
-                &format!("snap-{i}"),
-            );
-            let t = Instant::now();
-            let receipt = client
-                .release(&snap_req, &CallOptions::default())
-                .await
-                .unwrap();
-            snap.push(ms(t.elapsed()));
+        }
+        let dir = root.join("sandboxes").join(&h.r#ref.sandbox_id);
+        sh(
+            &format!("cp -a {}/. {}", tree.display(), dir.display()),
+            &tree,
+        );
+        let snap_req = release(
+            &h,
+            ReleaseDisposition::SnapshotAndTerminate,
+            &format!("snap-{mib}-{i}"),
+        );
+        settle(root);
+        let t = Instant::now();
+        let receipt = client
+            .release(&snap_req, &CallOptions::default())
+            .await
+            .unwrap();
+        row.snap.push(ms(t.elapsed()));
 
-            let out = work.path().join(format!("floor-out-{i}"));
-            std::fs::create_dir(&out).unwrap();
-            settle(&root);
-            let t = Instant::now();
-            sh(
-                &format!("zstd -d -q -c {} | tar -xf -", archive.display()),
-                &out,
-            );
-            floor_unpack.push(ms(t.elapsed()));
-            std::fs::remove_dir_all(&out).unwrap();
+        let out = work.join(format!("floor-out-{mib}-{i}"));
+        std::fs::create_dir(&out).unwrap();
+        settle(root);
+        let t = Instant::now();
+        sh(
+            &format!("zstd -d -q -c {} | tar -xf -", archive.display()),
+            &out,
+        );
+        row.floor_unpack.push(ms(t.elapsed()));
+        std::fs::remove_dir_all(&out).unwrap();
 
-            let checkpoint = receipt.checkpoint.unwrap();
-            ckp_size = checkpoint.size_bytes;
+        let checkpoint = receipt.checkpoint.unwrap();
+        row.ckp_size = checkpoint.size_bytes;
+        let kept = root.join("warm").join(&checkpoint.checkpoint_id);
+        assert!(kept.exists(), "the released sandbox's files are kept warm");
+        for (from_cache, times) in [(true, &mut row.warm), (false, &mut row.archive)] {
+            let req = RestoreRequest {
+                checkpoint: checkpoint.clone(),
+                spec: spec(),
+                owner_run_id: "run_bench".into(),
+                idempotency_key: format!("restore-{mib}-{i}-{from_cache}"),
+                context: RequestContext::default(),
+            };
+            settle(root);
+            let t = Instant::now();
+            let restored = client.restore(&req, &CallOptions::default()).await.unwrap();
+            times.push(ms(t.elapsed()));
+            assert!(!kept.exists(), "the first restore used the kept files");
+            let rdir = root.join("sandboxes").join(&restored.r#ref.sandbox_id);
+            assert_eq!(walk_count(&rdir), FILES, "restore brought every file back");
+            let key = format!("t-{mib}-{i}-{from_cache}");
+            let end = release(&restored, ReleaseDisposition::Terminate, &key);
+            client.release(&end, &CallOptions::default()).await.unwrap();
+        }
+    }
+    row.floor_size = std::fs::metadata(&archive).unwrap().len();
+    std::fs::remove_dir_all(&tree).unwrap();
+    row
+}
+
+/// Restores started at once: each one's latency from the start, sorted.
+const BURST: usize = 32;
+const BURST_MIB: usize = 10;
+
+/// `BURST` checkpoints of a `BURST_MIB` workspace restored all at once by a provider started
+/// with `flags`: the sorted latencies of the restores.
+async fn burst(work: &Path, name: &str, flags: &[&str]) -> Vec<f64> {
+    let tree = work.join(format!("burst-tree-{name}"));
+    make_tree(&tree, BURST_MIB * MIB);
+    let root = work.join(format!("burst-{name}"));
+    let provider = Provider::start_with(&root, flags);
+    let client = ProviderClient::new(&provider.base_url, Some(TOKEN)).unwrap();
+    let mut checkpoints = Vec::new();
+    for i in 0..BURST {
+        let h = provision(&client, &format!("burst-{i}")).await;
+        let dir = root.join("sandboxes").join(&h.r#ref.sandbox_id);
+        sh(
+            &format!("cp -a {}/. {}", tree.display(), dir.display()),
+            &tree,
+        );
+        let snap = release(&h, ReleaseDisposition::SnapshotAndTerminate, "snap");
+        let receipt = client
+            .release(&snap, &CallOptions::default())
+            .await
+            .unwrap();
+        checkpoints.push(receipt.checkpoint.unwrap());
+    }
+    settle(&root);
+    let t = Instant::now();
+    let calls = checkpoints.into_iter().enumerate().map(|(i, checkpoint)| {
+        let client = client.clone();
+        async move {
             let req = RestoreRequest {
                 checkpoint,
                 spec: spec(),
                 owner_run_id: "run_bench".into(),
-                idempotency_key: format!("restore-{i}"),
+                idempotency_key: format!("burst-restore-{i}"),
                 context: RequestContext::default(),
             };
-            settle(&root);
-            let t = Instant::now();
-            let restored = client.restore(&req, &CallOptions::default()).await.unwrap();
-            restore.push(ms(t.elapsed()));
-            let rdir = root.join("sandboxes").join(&restored.r#ref.sandbox_id);
-            assert_eq!(walk_count(&rdir), FILES, "restore brought every file back");
-            let end = release(&restored, ReleaseDisposition::Terminate, &format!("t-{i}"));
-            client.release(&end, &CallOptions::default()).await.unwrap();
+            client.restore(&req, &CallOptions::default()).await.unwrap();
+            ms(t.elapsed())
         }
     });
-    let floor_size = std::fs::metadata(&archive).unwrap().len();
+    let mut done = futures::future::join_all(calls).await;
+    done.sort_by(|a, b| a.partial_cmp(b).unwrap());
     drop(provider);
+    kill_leaders(&root);
+    std::fs::remove_dir_all(&tree).unwrap();
+    done
+}
+
+fn main() {
+    let runs: usize = std::env::var("PROVIDER_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7)
+        .max(1);
+    let work = tempfile::tempdir().unwrap();
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let root = work.path().join("provider");
+    let provider = Provider::start(&root);
+    let client = ProviderClient::new(&provider.base_url, Some(TOKEN)).unwrap();
+    let (mut provisions, mut execs) = (Vec::new(), Vec::new());
+    let rows: Vec<Row> = rt.block_on(async {
+        let mut rows = Vec::new();
+        for (n, mib) in SIZES_MIB.into_iter().enumerate() {
+            let timed = (n == 0).then_some((&mut provisions, &mut execs));
+            rows.push(measure(work.path(), &root, &client, mib, runs, timed).await);
+        }
+        rows
+    });
+    drop(provider);
+
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let unbounded = BURST.to_string();
+    let configs: [(&str, Vec<&str>); 3] = [
+        ("archive, one unpack per core", vec!["--warm-cache-mb", "0"]),
+        (
+            "archive, all unpacks at once",
+            vec!["--warm-cache-mb", "0", "--restore-concurrency", &unbounded],
+        ),
+        ("warm cache", vec![]),
+    ];
+    let bursts: Vec<(&str, Vec<f64>)> = rt.block_on(async {
+        let mut out = Vec::new();
+        for (name, flags) in &configs {
+            let slug = name.replace([',', ' '], "-");
+            out.push((*name, burst(work.path(), &slug, flags).await));
+        }
+        out
+    });
 
     // Memory: one fresh provider, RSS with 0 and with 100 idle sandboxes.
     let idle_root = work.path().join("idle");
@@ -310,27 +434,45 @@ fn main() {
     kill_leaders(&idle_root);
     kill_leaders(&root);
 
-    let (fp, fu, sp, ru) = (
-        median(floor_pack),
-        median(floor_unpack),
-        median(snap),
-        median(restore),
-    );
     let (pv, ex) = (median(provisions), median(execs));
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "provider bench: {FILES} files, {} MiB, {runs} runs, medians",
-        TOTAL_BYTES / (1024 * 1024)
+        "provider bench: {FILES} files per workspace, {runs} runs, medians"
     )
     .unwrap();
-    writeln!(
-        out,
-        "archive size: provider {ckp_size} B, floor {floor_size} B"
-    )
-    .unwrap();
-    writeln!(out, "snapshot_and_terminate (HTTP): {sp:8.1} ms   floor tar|zstd -3: {fp:8.1} ms   ratio {:.2}x", sp / fp).unwrap();
-    writeln!(out, "restore (HTTP):                {ru:8.1} ms   floor zstd -d|tar -x: {fu:5.1} ms   ratio {:.2}x", ru / fu).unwrap();
+    for row in rows {
+        let (fp, fu, sp) = (
+            median(row.floor_pack),
+            median(row.floor_unpack),
+            median(row.snap),
+        );
+        let (wr, ar) = (median(row.warm), median(row.archive));
+        writeln!(
+            out,
+            "{} MiB: archive size: provider {} B, floor {} B",
+            row.mib, row.ckp_size, row.floor_size
+        )
+        .unwrap();
+        writeln!(out, "  snapshot_and_terminate (HTTP): {sp:8.1} ms   floor tar|zstd -3: {fp:8.1} ms   ratio {:.2}x", sp / fp).unwrap();
+        writeln!(out, "  restore from archive (HTTP):  {ar:8.1} ms   floor zstd -d|tar -x: {fu:5.1} ms   ratio {:.2}x", ar / fu).unwrap();
+        writeln!(
+            out,
+            "  restore from warm cache (HTTP): {wr:6.1} ms   vs floor {:.2}x, vs archive {:.2}x",
+            wr / fu,
+            wr / ar
+        )
+        .unwrap();
+    }
+    for (name, done) in bursts {
+        writeln!(
+            out,
+            "burst of {BURST} restores at once, {BURST_MIB} MiB each, {cores} cores, {name}: p50 {:6.1} ms   max {:6.1} ms",
+            done[done.len() / 2],
+            done[done.len() - 1]
+        )
+        .unwrap();
+    }
     writeln!(
         out,
         "provision (HTTP): {pv:8.1} ms   exec `true` (HTTP, {} execs): {ex:6.2} ms",

@@ -20,6 +20,7 @@ mod operations;
 mod registry;
 mod release_steps;
 mod restart;
+mod warm;
 
 use sagents::providers::client::{CallOptions, ProviderCallError, ProviderClient};
 use sagents::providers::wire::{

@@ -142,6 +142,14 @@ pub struct ServeArgs {
     /// Size (MiB) of each sandbox's `/tmp`.
     #[arg(long, env = "SAGENTS_PROVIDER_DEFAULT_TMP_MB", default_value_t = Defaults::default().tmp_mb, value_parser = clap::value_parser!(u64).range(1..))]
     pub default_tmp_mb: u64,
+    /// Disk (MiB) for the warm restore cache: a sandbox released with `snapshot_and_terminate`
+    /// keeps its files here (no process survives), so a restore of that checkpoint on this
+    /// host is a rename instead of an unpack; least recently kept out first. 0 turns it off.
+    #[arg(long, env = "SAGENTS_PROVIDER_WARM_CACHE_MB", default_value_t = super::DEFAULT_WARM_CACHE_MB)]
+    pub warm_cache_mb: u64,
+    /// Archives unpacked at once; further restores wait their turn [default: the cores].
+    #[arg(long, env = "SAGENTS_PROVIDER_RESTORE_CONCURRENCY", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub restore_concurrency: Option<usize>,
     /// Test only: faults to inject (see below).
     #[arg(long, env = "SAGENTS_PROVIDER_FAULT_INJECTION", value_name = "SPEC", long_help = FAULT_HELP)]
     pub fault_injection: Option<String>,
@@ -230,6 +238,10 @@ impl ServeArgs {
                 Some(first) => UidRange::starting_at(first, 65_536)?,
                 None => self.sandbox_uid_range,
             },
+            warm_cache_mb: self.warm_cache_mb,
+            restore_concurrency: self
+                .restore_concurrency
+                .unwrap_or_else(super::default_restore_concurrency),
             defaults: Defaults {
                 max_processes: self.default_max_processes,
                 memory_mb: self.default_memory_mb,
@@ -287,6 +299,11 @@ mod tests {
             crate::DEFAULT_MAX_EXECS_PER_SANDBOX
         );
         assert_eq!(cfg.operation_wait, crate::DEFAULT_OPERATION_WAIT);
+        assert_eq!(cfg.warm_cache_mb, crate::DEFAULT_WARM_CACHE_MB);
+        assert_eq!(
+            cfg.restore_concurrency,
+            crate::default_restore_concurrency()
+        );
         let cfg = parse(&[
             "--insecure-no-auth",
             "--allow-host-network",
@@ -300,8 +317,13 @@ mod tests {
             "4",
             "--operation-wait-seconds",
             "7",
+            "--warm-cache-mb",
+            "0",
+            "--restore-concurrency",
+            "3",
         ])
         .unwrap();
+        assert_eq!((cfg.warm_cache_mb, cfg.restore_concurrency), (0, 3));
         assert_eq!(cfg.operation_wait, std::time::Duration::from_secs(7));
         assert!(cfg.insecure_no_auth && cfg.allow_host_network);
         assert_eq!(cfg.provider_id, "edge-1");
@@ -312,6 +334,7 @@ mod tests {
             "--header-read-timeout-seconds",
             "--max-connections",
             "--max-execs-per-sandbox",
+            "--restore-concurrency",
         ] {
             assert!(parse(&[zero, "0"]).is_err(), "{zero} 0");
         }

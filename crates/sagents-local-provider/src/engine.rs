@@ -10,7 +10,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use chrono::Utc;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Semaphore};
 
 use super::cgroup::{Cgroups, Controller, Defaults};
 use super::clock::Clock;
@@ -23,6 +23,7 @@ use super::operations::{Operations, ReleaseOutcome, RestoreOutcome};
 use super::process;
 use super::state::{Layout, SandboxRecord};
 use super::undo::undo;
+use super::warm::WarmCache;
 use sagents_plugin_api::grant::GrantVerifier;
 use sagents_plugin_api::spec::{ReleaseDisposition, ResolvedSandboxSpec, SpecError};
 use sagents_plugin_api::wire::{
@@ -58,6 +59,10 @@ pub struct EngineConfig {
     pub defaults: Defaults,
     /// How long a release or restore call waits for its operation before answering `202`.
     pub operation_wait: Duration,
+    /// The warm restore cache's budget; 0 turns it off.
+    pub warm_cache_bytes: u64,
+    /// Archives unpacked at once.
+    pub restore_concurrency: usize,
 }
 
 #[cfg(test)]
@@ -76,6 +81,8 @@ impl EngineConfig {
             cgroups: Cgroups::detect(root),
             defaults: Defaults::default(),
             operation_wait: crate::DEFAULT_OPERATION_WAIT,
+            warm_cache_bytes: crate::DEFAULT_WARM_CACHE_MB * 1024 * 1024,
+            restore_concurrency: 2,
         }
     }
 }
@@ -102,6 +109,9 @@ pub struct Engine {
     pub(super) restore_ops: Operations<RestoreOutcome>,
     /// The host uid each sandbox with compute runs as.
     pub(super) uids: std::sync::Mutex<HashMap<String, u32>>,
+    pub(super) warm: Arc<WarmCache>,
+    /// One permit per archive being unpacked.
+    pub(super) unpack_slots: Semaphore,
 }
 
 pub(super) fn internal(context: &str, e: impl std::fmt::Display) -> ApiError {
@@ -235,10 +245,14 @@ impl Engine {
             }
         }
         layout.remove_partial_archives()?;
+        let warm = WarmCache::open(&layout.root, layout.trash(), cfg.warm_cache_bytes, |id| {
+            super::inventory::valid_checkpoint_id(id)
+                && layout.archive(id).exists()
+                && matches!(layout.load_checkpoint(id), Ok(Some(_)))
+        })?;
         cfg.cgroups.clean_stale(&live);
         Ok(Engine {
             exec_slots: ExecSlots::new(cfg.max_execs_per_sandbox),
-            cfg,
             layout,
             faults,
             sandboxes: RwLock::new(map),
@@ -246,6 +260,9 @@ impl Engine {
             release_ops: Operations::default(),
             restore_ops: Operations::default(),
             uids: std::sync::Mutex::new(uids),
+            warm: Arc::new(warm),
+            unpack_slots: Semaphore::new(cfg.restore_concurrency.max(1)),
+            cfg,
         })
     }
 

@@ -256,6 +256,7 @@ impl Engine {
             .layout
             .remove_checkpoint(id)
             .map_err(|e| internal("deleting the checkpoint", e))?;
+        self.warm.forget(id);
         Ok(CheckpointDeleteReceipt {
             checkpoint_id: id.to_owned(),
             deleted,

@@ -43,6 +43,7 @@ pub mod seccomp;
 mod snapshot;
 mod state;
 mod undo;
+pub mod warm;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -67,6 +68,7 @@ use isolation::{Sandboxer, Unavailable};
 pub use operations::RETRY_AFTER;
 use sagents_plugin_api::grant::{GrantVerifier, KeyError};
 use state::Layout;
+pub use warm::{WarmStats, DEFAULT_WARM_CACHE_MB};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -110,6 +112,16 @@ pub struct Config {
     /// How long a release or restore call waits for its operation before answering `202`
     /// (the operation runs on); well under the service's call timeout.
     pub operation_wait: Duration,
+    /// Disk (MiB) the warm restore cache may hold: the files of sandboxes released with
+    /// `snapshot_and_terminate`, kept so a restore of their checkpoint needs no unpack. 0: off.
+    pub warm_cache_mb: u64,
+    /// Archives unpacked at once; more restores wait their turn (a warm restore never does).
+    pub restore_concurrency: usize,
+}
+
+/// The default of [`Config::restore_concurrency`]: one unpack per core.
+pub fn default_restore_concurrency() -> usize {
+    std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
 }
 
 /// The default of [`Config::operation_wait`].
@@ -137,6 +149,8 @@ impl Config {
             sandbox_uids: isolation::DEFAULT_SANDBOX_UIDS,
             defaults: Defaults::default(),
             operation_wait: DEFAULT_OPERATION_WAIT,
+            warm_cache_mb: DEFAULT_WARM_CACHE_MB,
+            restore_concurrency: default_restore_concurrency(),
         }
     }
 }
@@ -393,6 +407,8 @@ pub async fn serve(config: Config) -> Result<LocalProvider, LocalProviderError> 
             cgroups,
             defaults: config.defaults,
             operation_wait: config.operation_wait,
+            warm_cache_bytes: config.warm_cache_mb.saturating_mul(1024 * 1024),
+            restore_concurrency: config.restore_concurrency.max(1),
         },
         layout,
         faults,

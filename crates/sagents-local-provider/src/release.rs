@@ -210,6 +210,16 @@ impl Engine {
     /// Kills the process group and removes the compute; an active workspace keeps its files.
     /// On failure the record is left as it was and the cause returned.
     pub(super) async fn kill(&self, rec: &mut SandboxRecord) -> Result<(), String> {
+        self.kill_keeping(rec, None).await
+    }
+
+    /// [`Engine::kill`]; an isolated sandbox's files are kept in the warm cache for
+    /// `checkpoint`, when given, instead of being discarded.
+    pub(super) async fn kill_keeping(
+        &self,
+        rec: &mut SandboxRecord,
+        checkpoint: Option<&CheckpointRef>,
+    ) -> Result<(), String> {
         let id = rec.r#ref.sandbox_id.clone();
         if let Some(leader) = rec.leader {
             if self.faults.step_fails(FaultPoint::Kill) {
@@ -227,7 +237,10 @@ impl Engine {
         rec.leader = None;
         self.drop_bounds(&id);
         if rec.workspace_mode == WorkspaceMode::Isolated {
-            self.discard_dir(rec);
+            match checkpoint {
+                Some(c) => self.keep_or_discard(rec, c).await,
+                None => self.discard_dir(rec),
+            }
         }
         rec.state = S::Terminated;
         rec.generation += 1;

@@ -1,5 +1,7 @@
 //! `POST /v3/restores`: a new ready sandbox, one generation on, holding a checkpoint's files.
 
+use std::path::Path;
+
 use chrono::Utc;
 
 use super::create::Begin;
@@ -86,27 +88,9 @@ impl Engine {
         tenant_id: String,
     ) -> Result<(SandboxHandle, bool), ApiError> {
         let dir = intent.dir.clone();
-        std::fs::create_dir_all(&dir).map_err(|e| internal("creating the sandbox", e))?;
-        let archive = self.layout.archive(&ckp.checkpoint_id);
-        let (digest, target) = (ckp.digest.clone(), dir.clone());
-        tokio::task::spawn_blocking(move || {
-            super::archive::unpack(&archive, &target, digest.as_deref())
-        })
-        .await
-        .map_err(|e| internal("restoring the files", e))?
-        .map_err(|e| match e {
-            super::archive::UnpackError::DigestMismatch
-            | super::archive::UnpackError::Malformed(_) => {
-                ApiError::terminal("checkpoint.corrupt", e.to_string())
-            }
-            super::archive::UnpackError::Unsafe(_) => {
-                ApiError::invalid("checkpoint.unsafe", e.to_string())
-            }
-            super::archive::UnpackError::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
-                ApiError::terminal("checkpoint.missing", "the checkpoint's archive is gone")
-            }
-            other => internal("restoring the files", other),
-        })?;
+        if !self.restore_warm(&ckp, &dir).await {
+            self.unpack_checkpoint(&ckp, &dir).await?;
+        }
         self.crash_after(FaultPoint::CreateFiles)?;
         let opened = OpenDir::open(&dir).map_err(|e| internal("opening the sandbox", e))?;
         let leader = self
@@ -140,5 +124,38 @@ impl Engine {
             forgotten: false,
         };
         self.finish_create(rec, intent)
+    }
+
+    /// Unpacks the checkpoint's archive into `dir`, one of at most `restore_concurrency`
+    /// unpacks at once: a burst on a few cores finishes its first restores early instead of
+    /// all of them late.
+    async fn unpack_checkpoint(&self, ckp: &CheckpointRef, dir: &Path) -> Result<(), ApiError> {
+        std::fs::create_dir_all(dir).map_err(|e| internal("creating the sandbox", e))?;
+        let _slot = self
+            .unpack_slots
+            .acquire()
+            .await
+            .map_err(|e| internal("waiting to unpack", e))?;
+        let archive = self.layout.archive(&ckp.checkpoint_id);
+        let (digest, target) = (ckp.digest.clone(), dir.to_path_buf());
+        tokio::task::spawn_blocking(move || {
+            super::archive::unpack(&archive, &target, digest.as_deref())
+        })
+        .await
+        .map_err(|e| internal("restoring the files", e))?
+        .map_err(|e| match e {
+            super::archive::UnpackError::DigestMismatch
+            | super::archive::UnpackError::Malformed(_) => {
+                ApiError::terminal("checkpoint.corrupt", e.to_string())
+            }
+            super::archive::UnpackError::Unsafe(_) => {
+                ApiError::invalid("checkpoint.unsafe", e.to_string())
+            }
+            super::archive::UnpackError::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
+                ApiError::terminal("checkpoint.missing", "the checkpoint's archive is gone")
+            }
+            other => internal("restoring the files", other),
+        })?;
+        Ok(())
     }
 }

@@ -135,7 +135,7 @@ impl Engine {
             let cause = format!("recording the checkpoint failed: {e}");
             return Err(self.recover_after_failed_snapshot(rec, cause));
         }
-        if let Err(cause) = self.kill(rec).await {
+        if let Err(cause) = self.kill_keeping(rec, Some(&checkpoint)).await {
             tracing::warn!(sandbox_id = %rec.r#ref.sandbox_id, checkpoint_id = %checkpoint.checkpoint_id, %cause, "the checkpoint is saved but the sandbox could not be killed");
             if !leader.is_alive() {
                 rec.state = S::Lost;

@@ -1,0 +1,309 @@
+//! The warm restore cache: after a `snapshot_and_terminate` killed its sandbox, the sandbox's
+//! folder is moved (one rename) to `ROOT/warm/<checkpoint_id>/tree` with a manifest beside
+//! it, within a byte budget, oldest first out. A restore of that checkpoint on this host
+//! checks the tree against its manifest by a stat walk and renames it into the new sandbox:
+//! no unpack. Anything that does not match drops the tree and the archive is unpacked
+//! instead. An entry is used once. A start keeps the entries whose manifest and checkpoint
+//! record are there (each is checked again before use) and removes the rest.
+
+mod engine;
+pub mod manifest;
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+use manifest::{scan, Manifest, ScanError};
+
+/// The default of `--warm-cache-mb`.
+pub const DEFAULT_WARM_CACHE_MB: u64 = 1024;
+
+const TREE: &str = "tree";
+const MANIFEST: &str = "manifest.json";
+
+/// What the cache did, since the provider started, and what it holds now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WarmStats {
+    /// Restores that reused a kept tree.
+    pub hits: u64,
+    /// Restores of a checkpoint with no kept tree.
+    pub misses: u64,
+    /// Restores whose kept tree did not match its manifest (dropped; the archive was used).
+    pub fallbacks: u64,
+    /// Trees dropped to stay within the budget.
+    pub evictions: u64,
+    pub entries: usize,
+    pub bytes: u64,
+    pub budget_bytes: u64,
+}
+
+/// What a restore found in the cache.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Taken {
+    /// The tree is now at the target.
+    Hit,
+    Miss,
+    /// The tree was dropped, for this reason.
+    Fallback(String),
+}
+
+#[derive(Default)]
+struct Index {
+    /// Checkpoint id → (allocated bytes, order kept).
+    held: HashMap<String, (u64, u64)>,
+    next: u64,
+    bytes: u64,
+}
+
+pub struct WarmCache {
+    dir: PathBuf,
+    trash: PathBuf,
+    budget: u64,
+    index: Mutex<Index>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    fallbacks: AtomicU64,
+    evictions: AtomicU64,
+}
+
+fn set_private(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Removes `path` off the caller's thread when a runtime is there to do it.
+fn remove_in_background(path: PathBuf) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => {
+            rt.spawn_blocking(move || {
+                let _ = std::fs::remove_dir_all(path);
+            });
+        }
+        Err(_) => {
+            let _ = std::fs::remove_dir_all(path);
+        }
+    }
+}
+
+impl WarmCache {
+    /// The cache under `root/warm`, rebuilt from what a previous run kept: an entry stays
+    /// only if its checkpoint is `known`, its manifest reads and its tree is there.
+    pub fn open(
+        root: &Path,
+        trash: PathBuf,
+        budget: u64,
+        known: impl Fn(&str) -> bool,
+    ) -> io::Result<Self> {
+        let dir = root.join("warm");
+        std::fs::create_dir_all(&dir)?;
+        set_private(&dir)?;
+        let cache = WarmCache {
+            dir,
+            trash,
+            budget,
+            index: Mutex::default(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            fallbacks: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+        };
+        let mut found = Vec::new();
+        for e in std::fs::read_dir(&cache.dir)?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let kept = (budget > 0 && known(&name) && e.path().join(TREE).is_dir())
+                .then(|| cache.read_manifest(&name))
+                .flatten()
+                .filter(|m| m.checkpoint_id == name);
+            match kept {
+                Some(m) => found.push((m.kept_at_ms, name, m.bytes)),
+                None => {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        found.sort();
+        for (_, id, bytes) in found {
+            cache.insert(&id, bytes);
+        }
+        Ok(cache)
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.budget > 0
+    }
+
+    fn entry(&self, id: &str) -> PathBuf {
+        self.dir.join(id)
+    }
+
+    fn read_manifest(&self, id: &str) -> Option<Manifest> {
+        crate::state::read_json(&self.entry(id).join(MANIFEST)).ok()
+    }
+
+    /// Keeps the killed sandbox's folder `dir` for checkpoint `id`. False: nothing was done
+    /// and `dir` is still the caller's to discard.
+    pub fn keep(&self, id: &str, digest: Option<&str>, dir: &Path) -> bool {
+        if !self.enabled() {
+            return false;
+        }
+        let entry = self.entry(id);
+        if std::fs::create_dir(&entry)
+            .and_then(|()| set_private(&entry))
+            .is_err()
+        {
+            return false;
+        }
+        let tree = entry.join(TREE);
+        if std::fs::rename(dir, &tree).is_err() {
+            let _ = std::fs::remove_dir(&entry);
+            return false;
+        }
+        let scanned = match scan(&tree) {
+            Ok(s) if s.bytes <= self.budget => s,
+            Ok(_) => return self.discard_entry(id, "larger than the whole budget"),
+            Err(e) => return self.discard_entry(id, &e.to_string()),
+        };
+        let manifest = Manifest {
+            checkpoint_id: id.to_owned(),
+            digest: digest.map(str::to_owned),
+            bytes: scanned.bytes,
+            kept_at_ms: chrono::Utc::now().timestamp_millis(),
+            entries: scanned.entries,
+        };
+        if let Err(e) = crate::state::write_json(&entry.join(MANIFEST), &manifest) {
+            return self.discard_entry(id, &format!("writing the manifest: {e}"));
+        }
+        self.insert(id, manifest.bytes);
+        true
+    }
+
+    fn insert(&self, id: &str, bytes: u64) {
+        let evicted = {
+            let mut ix = self.index.lock().unwrap_or_else(|e| e.into_inner());
+            let seq = ix.next;
+            ix.next += 1;
+            ix.bytes = ix.bytes.saturating_add(bytes);
+            if let Some((old, _)) = ix.held.insert(id.to_owned(), (bytes, seq)) {
+                ix.bytes = ix.bytes.saturating_sub(old);
+            }
+            let mut evicted = Vec::new();
+            while ix.bytes > self.budget {
+                let Some(oldest) = ix
+                    .held
+                    .iter()
+                    .min_by_key(|(_, (_, seq))| *seq)
+                    .map(|(k, _)| k.clone())
+                else {
+                    break;
+                };
+                if let Some((b, _)) = ix.held.remove(&oldest) {
+                    ix.bytes = ix.bytes.saturating_sub(b);
+                }
+                evicted.push(oldest);
+            }
+            evicted
+        };
+        for id in evicted {
+            let n = self.evictions.fetch_add(1, Relaxed) + 1;
+            tracing::info!(checkpoint_id = %id, evictions = n, "warm cache: evicted the oldest tree to stay within the budget");
+            self.discard(&id);
+        }
+    }
+
+    /// Takes checkpoint `id`'s tree to `target` (which must not exist) if it still matches
+    /// its manifest and `digest`; a tree that does not is dropped.
+    pub fn take(&self, id: &str, digest: Option<&str>, target: &Path) -> Taken {
+        let held = {
+            let mut ix = self.index.lock().unwrap_or_else(|e| e.into_inner());
+            let held = ix.held.remove(id);
+            if let Some((b, _)) = held {
+                ix.bytes = ix.bytes.saturating_sub(b);
+            }
+            held
+        };
+        if held.is_none() {
+            let n = self.misses.fetch_add(1, Relaxed) + 1;
+            tracing::info!(checkpoint_id = %id, misses = n, "warm cache: no kept tree, unpacking the archive");
+            return Taken::Miss;
+        }
+        let tree = self.entry(id).join(TREE);
+        let why = match self.read_manifest(id) {
+            None => Some("the manifest is missing or unreadable".to_owned()),
+            Some(m) if m.digest.as_deref() != digest => {
+                Some("the checkpoint's digest changed".to_owned())
+            }
+            Some(m) => match scan(&tree) {
+                Ok(now) if now.entries == m.entries => std::fs::rename(&tree, target)
+                    .err()
+                    .map(|e| format!("moving the tree: {e}")),
+                Ok(_) => Some("the tree changed since it was kept".to_owned()),
+                Err(ScanError::Unfit(w)) => Some(w),
+                Err(ScanError::Io(e)) => Some(format!("walking the tree: {e}")),
+            },
+        };
+        match why {
+            None => {
+                let _ = std::fs::remove_dir_all(self.entry(id));
+                let n = self.hits.fetch_add(1, Relaxed) + 1;
+                tracing::info!(checkpoint_id = %id, hits = n, "warm cache: restored from the kept tree");
+                Taken::Hit
+            }
+            Some(why) => {
+                let n = self.fallbacks.fetch_add(1, Relaxed) + 1;
+                tracing::info!(checkpoint_id = %id, fallbacks = n, %why, "warm cache: the kept tree does not match, unpacking the archive");
+                self.discard(id);
+                Taken::Fallback(why)
+            }
+        }
+    }
+
+    /// Drops checkpoint `id`'s tree, if one is kept.
+    pub fn forget(&self, id: &str) {
+        {
+            let mut ix = self.index.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((b, _)) = ix.held.remove(id) {
+                ix.bytes = ix.bytes.saturating_sub(b);
+            }
+        }
+        if self.entry(id).exists() {
+            self.discard(id);
+        }
+    }
+
+    fn discard_entry(&self, id: &str, why: &str) -> bool {
+        tracing::info!(checkpoint_id = %id, %why, "warm cache: the sandbox's files are not kept");
+        self.discard(id);
+        true
+    }
+
+    /// Moves the entry out of the way at once and deletes it in the background.
+    fn discard(&self, id: &str) {
+        let entry = self.entry(id);
+        let trash = self
+            .trash
+            .join(format!("warm-{id}-{}", uuid::Uuid::now_v7().simple()));
+        let target = match std::fs::rename(&entry, &trash) {
+            Ok(()) => trash,
+            Err(_) => entry,
+        };
+        remove_in_background(target);
+    }
+
+    pub fn stats(&self) -> WarmStats {
+        let ix = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        WarmStats {
+            hits: self.hits.load(Relaxed),
+            misses: self.misses.load(Relaxed),
+            fallbacks: self.fallbacks.load(Relaxed),
+            evictions: self.evictions.load(Relaxed),
+            entries: ix.held.len(),
+            bytes: ix.bytes,
+            budget_bytes: self.budget,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
