@@ -56,11 +56,11 @@ fn refused_calls(lx: &Lx) -> u64 {
         .sum()
 }
 
-async fn resuming_runs_back_off_while_their_provider_is_down(backend: Backend) {
-    // Every snapshot fails and brings its sandbox back: each release fails definitely.
-    let mut lx = lx_with_faults(backend, "snapshot=fail").await;
+/// `n` runs whose release failed definitely (every snapshot fails and brings its sandbox
+/// back), approved while their provider is down: the runs, and the provider's address.
+pub async fn approved_while_down(lx: &mut Lx, n: usize) -> (Vec<RunId>, SocketAddr) {
     let mut sessions = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..n {
         let session = lx.session().await;
         lx.isolated_run(&session).await;
         sessions.push(session);
@@ -68,10 +68,10 @@ async fn resuming_runs_back_off_while_their_provider_is_down(backend: Backend) {
     lx.drain().await;
     let claims: Vec<Claim> = lx
         .store()
-        .claim_runs(Some(TENANT), "runtime-1", RUNS as u32, super::ttl())
+        .claim_runs(Some(TENANT), "runtime-1", n as u32, super::ttl())
         .await
         .unwrap();
-    assert_eq!(claims.len(), RUNS);
+    assert_eq!(claims.len(), n);
     for claim in &claims {
         lx.suspend(claim, SuspensionReason::ApprovalRequired, 1)
             .await;
@@ -81,7 +81,6 @@ async fn resuming_runs_back_off_while_their_provider_is_down(backend: Backend) {
     for run in &runs {
         assert_eq!(lx.record(run).await.state, ResourceState::ReleaseFailed);
     }
-
     let addr = lx.provider.stop_serving().await;
     for session in &sessions {
         let snap = lx
@@ -95,6 +94,12 @@ async fn resuming_runs_back_off_while_their_provider_is_down(backend: Backend) {
             .await
             .unwrap();
     }
+    (runs, addr)
+}
+
+async fn resuming_runs_back_off_while_their_provider_is_down(backend: Backend) {
+    let mut lx = lx_with_faults(backend, "snapshot=fail").await;
+    let (runs, addr) = approved_while_down(&mut lx, RUNS).await;
     let mut versions = Vec::new();
     for run in &runs {
         versions.push(lx.record(run).await.version);

@@ -3,13 +3,12 @@
 //! the rest of its backoff.
 
 use chrono::Duration;
-use sagents::domain::claim::Claim;
-use sagents::domain::interaction::SuspensionReason;
 use sagents::domain::resource::ResourceState;
 use sagents::domain::RunId;
 use sagents::store::Backend;
 
-use super::{approve, lx_with_faults, Lx, TENANT};
+use super::outage::approved_while_down;
+use super::{lx_with_faults, Lx};
 
 crate::on_both_backends!(
     a_run_that_reaches_its_provider_again_wakes_the_others,
@@ -23,43 +22,13 @@ const STEP_MS: i64 = 100;
 /// down, then backed off to the resume cadence's cap; the provider serves again.
 async fn resuming_through_an_outage(backend: Backend) -> (Lx, Vec<RunId>) {
     let mut lx = lx_with_faults(backend, "snapshot=fail").await;
-    let mut sessions = Vec::new();
-    for _ in 0..RUNS {
-        let session = lx.session().await;
-        lx.isolated_run(&session).await;
-        sessions.push(session);
-    }
-    lx.drain().await;
-    let claims: Vec<Claim> = lx
-        .store()
-        .claim_runs(Some(TENANT), "runtime-1", RUNS as u32, super::ttl())
-        .await
-        .unwrap();
-    for claim in &claims {
-        lx.suspend(claim, SuspensionReason::ApprovalRequired, 1)
-            .await;
-    }
-    lx.drain().await;
-    let addr = lx.provider.stop_serving().await;
-    for session in &sessions {
-        let snap = lx
-            .store()
-            .snapshot(Some(TENANT), &session.id)
-            .await
-            .unwrap();
-        let pending = &snap.pending_interactions[0];
-        lx.store()
-            .reply_interaction(Some(TENANT), &session.id, &pending.id, &approve(), "alice")
-            .await
-            .unwrap();
-    }
+    let (runs, addr) = approved_while_down(&mut lx, RUNS).await;
     for _ in 0..(20_000 / STEP_MS) {
         lx.drain().await;
         lx.clock.advance(Duration::milliseconds(STEP_MS));
     }
     lx.drain().await;
     lx.provider.serve_again_at(addr).await;
-    let runs = claims.iter().map(|c| c.run.id.clone()).collect();
     (lx, runs)
 }
 

@@ -183,22 +183,7 @@ async fn a_provider_restarted_mid_release_thaws_the_sandbox_and_the_retry_archiv
     let mut h = Harness::with_faults("snapshot=hold:times=1").await;
     let sbx = h.provision("p1").await;
     let pid = background_pid(&h, &sbx).await;
-    let engine = h.provider.as_ref().unwrap().engine().clone();
-    let call = tokio::spawn({
-        let (client, req) = (
-            h.client.clone(),
-            release_req(&sbx, D::SnapshotAndTerminate, "rel"),
-        );
-        async move { client.release(&req, &CallOptions::default()).await }
-    });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while engine.faults().held_calls() == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the archive step was never reached"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let call = release_held_at_archive(&h, &sbx).await;
     let state = std::fs::read_to_string(
         h.root
             .path()
@@ -242,22 +227,7 @@ async fn a_provider_restarted_mid_release_thaws_the_sandbox_and_the_retry_archiv
 async fn an_inspect_during_a_long_archive_answers_at_once_that_the_sandbox_is_suspended() {
     let h = Harness::with_faults("snapshot=hold:times=1").await;
     let sbx = h.provision("p1").await;
-    let engine = h.provider.as_ref().unwrap().engine().clone();
-    let call = tokio::spawn({
-        let (client, req) = (
-            h.client.clone(),
-            release_req(&sbx, D::SnapshotAndTerminate, "rel"),
-        );
-        async move { client.release(&req, &CallOptions::default()).await }
-    });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while engine.faults().held_calls() == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the archive step was never reached"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let call = release_held_at_archive(&h, &sbx).await;
     let opts = CallOptions {
         timeout: Some(Duration::from_secs(3)),
         ..Default::default()
@@ -274,4 +244,29 @@ async fn an_inspect_during_a_long_archive_answers_at_once_that_the_sandbox_is_su
         h.sandbox_state(&sbx.r#ref.sandbox_id).await,
         SandboxState::Terminated
     );
+}
+
+/// A snapshot release of `sbx` sent in the background, once a `snapshot=hold` rule holds it
+/// at its archive step.
+async fn release_held_at_archive(
+    h: &Harness,
+    sbx: &SandboxHandle,
+) -> tokio::task::JoinHandle<Result<SandboxReleaseReceipt, ProviderCallError>> {
+    let engine = h.provider.as_ref().unwrap().engine().clone();
+    let call = tokio::spawn({
+        let (client, req) = (
+            h.client.clone(),
+            release_req(sbx, D::SnapshotAndTerminate, "rel"),
+        );
+        async move { client.release(&req, &CallOptions::default()).await }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while engine.faults().held_calls() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the archive step was never reached"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    call
 }
