@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -40,8 +41,13 @@ class Client:
 
     def conn(self):
         c = getattr(self.local, "conn", None)
+        # The service closes a keep-alive connection idle for its idle timeout (75 s).
+        if c is not None and time.monotonic() - self.local.used > 30:
+            c.close()
+            c = None
         if c is None:
             c = self.local.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        self.local.used = time.monotonic()
         return c
 
     def call(self, method, path, token, body=None, ok=(200, 201)):
@@ -95,8 +101,9 @@ class Env:
                                  "--listen", f"127.0.0.1:{pport}", "--root", str(self.provider_root),
                                  "--token-file", str(token_file),
                                  "--grant-public-key-file", str(self.work / "grant.pub")])
+        # Runtime leases outlive the setup of a 200-run burst (claimed, filled, then suspended).
         args = [str(self.bin / "sagents"), "serve", "--listen", f"127.0.0.1:{sport}",
-                "--log-format", "json"]
+                "--log-format", "json", "--lease-ttl-seconds", "900"]
         if self.workers:
             args += ["--workers", str(self.workers)]
         self._spawn("service", args)
@@ -177,13 +184,18 @@ class Env:
     def record_state(self, rid):
         return self.api.call("GET", f"/v1/admin/runs/{rid}/execution-resource", self.admin)["state"]
 
-    def until_released(self, rids, limit=600):
+    def until_released(self, rids, limit=600, strict=True):
         deadline = time.monotonic() + limit
         left = set(rids)
         while left:
             left = {r for r in left if self.record_state(r) != "released"}
             if left and time.monotonic() > deadline:
-                raise RuntimeError(f"{len(left)} runs not released within {limit} s")
+                states = sorted(self.record_state(r) for r in left)
+                msg = f"{len(left)} runs not released within {limit} s: {states}"
+                if strict:
+                    raise RuntimeError(msg)
+                print(f"bench-resume: warning: {msg}", file=sys.stderr, flush=True)
+                return
             if left:
                 time.sleep(0.02)
 

@@ -112,7 +112,7 @@ def one_round(env, trees, mb, n, pollers, tag, verify):
             raise RuntimeError(f"the restored workspace holds {out['stdout'].strip()} files, not {files}")
     with ThreadPoolExecutor(16) as ex:
         list(ex.map(env.finish, resumed.values()))
-    env.until_released(rids)
+    env.until_released(rids, limit=120, strict=False)
     return took, rids
 
 
