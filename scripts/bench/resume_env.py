@@ -142,6 +142,18 @@ class Env:
                 p.kill()
                 p.wait()
         self.procs = []
+        self._kill_leftover_sandboxes()
+
+    def _kill_leftover_sandboxes(self):
+        """Sandboxes a stopped provider left running (a run that never ended): bwrap processes
+        whose command line names this environment's own folder."""
+        mark = f"{self.provider_root}/".encode()
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if mark in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(int(pid), 9)
+            except OSError:
+                pass
 
     def log_lines(self):
         for line in (self.work / "service.log").read_text(errors="replace").splitlines():
