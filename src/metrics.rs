@@ -24,6 +24,7 @@ pub struct Metrics {
     pub long_polls_waiting: AtomicI64,
     pub http: HttpMetrics,
     pub lifecycle: LifecycleCounters,
+    pub resume: ResumeStages,
     /// The log's count of lines it dropped because its queue was full.
     log_lines_dropped: OnceLock<DroppedLines>,
 }
@@ -100,17 +101,20 @@ impl Metrics {
         );
         self.http.render(&mut out);
         self.lifecycle.render(&mut out);
+        self.resume.render(&mut out);
         out
     }
 }
 
 mod gauges;
 mod http;
+mod resume;
 pub use gauges::{
     render_lifecycle_gauges, Histogram, LifecycleMetrics, ReleaseHistograms,
     RELEASE_ATTEMPT_BUCKETS, RELEASE_LATENCY_BUCKETS,
 };
 pub use http::{HttpMetrics, LATENCY_BUCKETS};
+pub use resume::{BoundResume, ResumeStages, ResumeTimings, RESUME_STAGES, RESUME_STAGE_BUCKETS};
 
 type Labelled<K> = Mutex<BTreeMap<K, u64>>;
 

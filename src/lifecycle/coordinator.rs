@@ -11,6 +11,7 @@ mod intent;
 mod labels;
 mod rebase;
 mod resume;
+mod stages;
 use calls::call_status;
 use labels::{action_name, failure_label};
 
@@ -80,6 +81,9 @@ struct Work {
     descendants: Vec<(RunId, ResourceState)>,
     suspension: Option<Suspension>,
     trace_id: String,
+    /// When this holder's claim handed it the run (a resume's stages start here).
+    claimed: std::time::Instant,
+    claimed_at: DateTime<Utc>,
     step: usize,
     /// The lease went back with the last save.
     handed_back: bool,
@@ -165,6 +169,8 @@ impl Coordinator {
             descendants,
             suspension,
             trace_id: uuid::Uuid::now_v7().simple().to_string(),
+            claimed: std::time::Instant::now(),
+            claimed_at: self.now(),
             step: 0,
             handed_back: false,
         };
@@ -346,10 +352,12 @@ impl Coordinator {
         if let Some(intent) = intent::bind(&w.record, kind) {
             self.save(w, intent?, RunEffect::None, Last::No).await?;
         }
+        let sent = std::time::Instant::now();
         let result = match self.client(&w.record.provider_id).await {
             Ok(client) => self.call_bind(&client, w, kind, now).await,
             Err(e) => Err(e),
         };
+        let answered = std::time::Instant::now();
         self.noted(&w.record.provider_id, &result).await;
         let now = self.now();
         let counters = &self.store.metrics().lifecycle;
@@ -391,7 +399,12 @@ impl Coordinator {
                 next
             }
         };
-        self.commit_answer(w, next).await
+        let timed = self.note_bind_answered(w, kind, &next, sent, answered);
+        let step = self.commit_answer(w, next).await;
+        if timed {
+            self.note_bind_saved(w, step.is_ok());
+        }
+        step
     }
 
     /// Writes an outcome, deciding first whether the record is due again now: level-triggered,

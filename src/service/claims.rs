@@ -6,8 +6,8 @@ use tokio::time::Instant;
 
 use super::shutdown::Shutdown;
 use super::snapshot::WaitingGuard;
-use crate::domain::claim::Claim;
 use crate::domain::claim::ClaimSandbox;
+use crate::domain::claim::{Claim, ClaimKind};
 use crate::domain::LeaseId;
 use crate::metrics::Metrics;
 use crate::providers::grant::GrantSigner;
@@ -24,6 +24,8 @@ pub struct ClaimWait<'a> {
     pub max: u32,
     pub ttl: chrono::Duration,
     pub wait: Duration,
+    /// How often a waiting claim looks again without a notification: `CLAIM_RETRY_INTERVAL`.
+    pub poll: Duration,
     /// Signs the grants of sandbox-backed claims.
     pub grants: &'a GrantSigner,
 }
@@ -47,13 +49,35 @@ pub async fn claim(
             .await?;
         let remaining = deadline.saturating_duration_since(Instant::now());
         if !claims.is_empty() || remaining.is_zero() || shutdown.is_triggered() {
+            log_resume_stages(metrics, &claims);
             return Ok(with_grants(claims, q.grants));
         }
         tokio::select! {
             changed = work.changed(), if work_open => work_open = changed.is_ok(),
-            _ = tokio::time::sleep(remaining.min(CLAIM_RETRY_INTERVAL)) => {}
+            _ = tokio::time::sleep(remaining.min(q.poll)) => {}
             _ = shutdown.wait() => return Ok(Vec::new()),
         }
+    }
+}
+
+/// One line per resume this replica bound and now offers, with how long each stage took.
+fn log_resume_stages(metrics: &Metrics, claims: &[Claim]) {
+    for claim in claims.iter().filter(|c| c.kind == ClaimKind::Resume) {
+        let Some(t) = metrics.resume.offered(claim.run.id.as_str()) else {
+            continue;
+        };
+        let ms = |i: usize| (t.stages[i].as_secs_f64() * 100_000.0).round() / 100.0;
+        tracing::info!(
+            run_id = %claim.run.id,
+            kind = t.kind,
+            reply_to_claim_ms = ms(0),
+            claim_to_call_ms = ms(1),
+            provider_ms = ms(2),
+            answer_to_saved_ms = ms(3),
+            saved_to_offered_ms = ms(4),
+            total_ms = ms(5),
+            "resume stages"
+        );
     }
 }
 
@@ -129,7 +153,7 @@ pub async fn heartbeat(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::claim::{ClaimKind, ExpectedHashes, Lease};
+    use crate::domain::claim::{ExpectedHashes, Lease};
     use crate::domain::run::{Run, RunState};
     use crate::domain::sandbox::SandboxRef;
     use crate::domain::{RunId, SessionId};

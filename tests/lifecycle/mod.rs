@@ -46,6 +46,7 @@ mod reconcile;
 mod refusals;
 mod replicas;
 mod resume_faults;
+mod resume_wakeups;
 mod unconfirmed;
 
 pub const TENANT: &str = "acme";

@@ -20,7 +20,7 @@ use super::state::AppState;
 use crate::domain::claim::ClaimResponse;
 use crate::domain::commands::{ClaimRequest, Heartbeat};
 use crate::domain::LeaseId;
-use crate::service::claims::{self, claim, ClaimWait};
+use crate::service::claims::{self, claim, ClaimWait, CLAIM_RETRY_INTERVAL};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -55,6 +55,7 @@ async fn claim_runs(
             max: cmd.max.unwrap_or(1),
             ttl: state.config.lease_ttl(),
             wait: Duration::from_secs(cmd.wait_seconds.unwrap_or(0).into()),
+            poll: CLAIM_RETRY_INTERVAL,
             grants: &state.grants,
         },
     )
