@@ -1,13 +1,14 @@
-//! N lifecycle workers per replica. Each claims a batch of due runs at a time, lets the
-//! coordinator work on them concurrently, each under its own kept lease (their writes meet
-//! in the store's group commit), and when idle waits for a work notification, the next due
-//! time or a fallback poll, whichever comes first.
+//! N lifecycle workers per replica. Each claims due runs as long as there is room for them
+//! (`workers × batch` in flight in all), lets the coordinator work on each in its own task
+//! under its own kept lease (their writes meet in the store's group commit), and when idle
+//! waits for a work notification, the next due time or a fallback poll, whichever comes
+//! first.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::{JoinHandle, JoinSet};
 
 use super::keeper::{keep_lease, LeaseEnd};
 use crate::config::DEFAULT_WORKER_BATCH;
@@ -58,6 +59,9 @@ struct Shared {
     config: PoolConfig,
     /// Held by the one idle worker that claims and waits for work.
     turn: tokio::sync::Mutex<()>,
+    /// One permit a run in flight, `workers × batch` in all: a worker claims again as soon as
+    /// there is room, not when its whole batch is done.
+    slots: Arc<Semaphore>,
 }
 
 pub struct WorkerPool {
@@ -76,6 +80,7 @@ impl WorkerPool {
         let shared = Arc::new(Shared {
             coordinator,
             store,
+            slots: Arc::new(Semaphore::new(in_flight(&config))),
             config,
             turn: tokio::sync::Mutex::new(()),
         });
@@ -204,36 +209,71 @@ async fn probe_providers(shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
     }
 }
 
-/// One worker at a time holds the claim turn: it claims, and when nothing is due it waits
-/// for a notification, the next due time or the fallback poll. The others wait for the turn,
-/// so a notification costs one claim (plus one per run found), not one per worker.
+/// How many runs a replica's workers may work on at once.
+fn in_flight(config: &PoolConfig) -> usize {
+    let batch = usize::try_from(config.batch).unwrap_or(1).max(1);
+    config.workers.max(1).saturating_mul(batch)
+}
+
+/// One worker at a time holds the claim turn: it claims as many runs as there is room for,
+/// and when nothing is due it waits for a notification, the next due time or the fallback
+/// poll. The others wait for the turn, so a notification costs one claim (plus one per run
+/// found), not one per worker. Each claimed run is worked on in its own task, holding a slot
+/// until it is done.
 async fn worker(shared: Arc<Shared>, n: usize, shutdown: watch::Receiver<bool>) {
     let holder = format!("{}:w{n}", shared.config.replica_id);
     let mut wake = shared.store.hub().subscribe_lifecycle_work();
+    let mut running: JoinSet<bool> = JoinSet::new();
     loop {
+        let mut failed = false;
+        while let Some(done) = running.try_join_next() {
+            failed |= !done.unwrap_or(false);
+        }
+        if failed {
+            // Those runs are still due: do not spin on a failure that may persist.
+            tokio::select! {
+                _ = tokio::time::sleep(CLAIM_ERROR_BACKOFF) => {}
+                _ = stopped(shutdown.clone()) => break,
+            }
+        }
         let turn = tokio::select! {
             turn = shared.turn.lock() => turn,
             _ = stopped(shutdown.clone()) => break,
         };
-        let Some(items) = shared.find_work(&holder, &mut wake, &shutdown).await else {
+        let first = tokio::select! {
+            permit = shared.slots.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            _ = stopped(shutdown.clone()) => break,
+        };
+        let room = u32::try_from(1 + shared.slots.available_permits())
+            .unwrap_or(u32::MAX)
+            .min(shared.config.batch.max(1));
+        let Some(items) = shared.find_work(&holder, room, &mut wake, &shutdown).await else {
             break;
         };
         drop(turn);
-        let done = futures::future::join_all(
-            items
-                .into_iter()
-                .map(|work| shared.run_item(work, shutdown.clone())),
-        )
-        .await;
-        if done.contains(&false) {
-            // Those runs are still due: do not spin on a failure that may persist.
-            tokio::select! {
-                _ = tokio::time::sleep(CLAIM_ERROR_BACKOFF) => {}
-                _ = stopped(shutdown.clone()) => {}
-            }
+        let mut first = Some(first);
+        for work in items {
+            // Only the turn's holder takes slots, so the room it counted is still there.
+            let slot = first
+                .take()
+                .or_else(|| shared.slots.clone().try_acquire_owned().ok());
+            running.spawn(run_holding(shared.clone(), work, slot, shutdown.clone()));
         }
     }
+    while running.join_next().await.is_some() {}
     tracing::debug!(holder = %holder, "lifecycle worker stopped");
+}
+
+async fn run_holding(
+    shared: Arc<Shared>,
+    work: LifecycleWork,
+    _slot: Option<OwnedSemaphorePermit>,
+    shutdown: watch::Receiver<bool>,
+) -> bool {
+    shared.run_item(work, shutdown).await
 }
 
 impl Shared {
@@ -241,6 +281,7 @@ impl Shared {
     async fn find_work(
         &self,
         holder: &str,
+        max: u32,
         wake: &mut watch::Receiver<u64>,
         shutdown: &watch::Receiver<bool>,
     ) -> Option<Vec<LifecycleWork>> {
@@ -251,7 +292,7 @@ impl Shared {
                 return None;
             }
             wake.borrow_and_update();
-            let wait = match self.coordinator.claim(holder, self.config.batch, ttl).await {
+            let wait = match self.coordinator.claim(holder, max, ttl).await {
                 Ok(items) if !items.is_empty() => return Some(items),
                 Ok(_) => self.idle_wait().await,
                 Err(e) => {

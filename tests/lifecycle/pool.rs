@@ -234,3 +234,48 @@ async fn a_keeper_gives_up_when_its_lease_is_taken_or_about_to_expire() {
     let end = tokio::time::timeout(LIMIT, keeper).await.unwrap().unwrap();
     assert_eq!(end, LeaseEnd::Expiring);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_due_while_another_is_slow_is_worked_on_at_once_sqlite() {
+    not_held_behind_a_slow_run(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_due_while_another_is_slow_is_worked_on_at_once_postgres() {
+    not_held_behind_a_slow_run(Backend::Postgres).await;
+}
+
+/// One worker: a run that becomes due while the worker's first run waits on the provider is
+/// claimed and worked on at once, not after the first run is done.
+async fn not_held_behind_a_slow_run(backend: Backend) {
+    let provider = provider_with_faults("provision=hold:times=1").await;
+    let (url, _db) = db::fresh_url(backend).await;
+    let store = replica_store(&url).await;
+    store.migrate().await.unwrap();
+    register(&store, &provider).await;
+    let (stop, _) = watch::channel(false);
+    let pool = pool(&store, "replica-a", 30, &stop);
+    let slow = sandboxed_run(&store).await;
+    let engine = provider.provider.as_ref().unwrap().engine().clone();
+    until(|| async { engine.faults().held_calls() == 1 }).await;
+    let quick = sandboxed_run(&store).await;
+    until(|| async {
+        store
+            .get_resource(&quick)
+            .await
+            .is_ok_and(|r| r.state == ResourceState::Active)
+    })
+    .await;
+    let held = store.get_resource(&slow).await.unwrap();
+    assert_eq!(held.state, ResourceState::Provisioning, "still held");
+    provider.open_held_calls();
+    until(|| async {
+        store
+            .get_resource(&slow)
+            .await
+            .is_ok_and(|r| r.state == ResourceState::Active)
+    })
+    .await;
+    stop.send_replace(true);
+    tokio::time::timeout(LIMIT, pool.join()).await.unwrap();
+}
