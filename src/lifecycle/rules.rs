@@ -120,6 +120,9 @@ pub enum Cadence {
     Release,
     /// The run resumes: its human answered at `since` and waits.
     Resume { since: DateTime<Utc> },
+    /// The run waits for its first sandbox since `since`: retried on the resume's quick
+    /// cadence, but a refusal is a refusal (nobody has answered anything yet).
+    Start { since: DateTime<Utc> },
 }
 
 impl Cadence {
@@ -127,6 +130,9 @@ impl Cadence {
     pub fn of(run_state: RunState, run_updated_at: DateTime<Utc>) -> Cadence {
         match run_state {
             RunState::Resuming => Cadence::Resume {
+                since: run_updated_at,
+            },
+            RunState::Queued => Cadence::Start {
                 since: run_updated_at,
             },
             _ => Cadence::Release,
@@ -141,7 +147,7 @@ impl Cadence {
     pub fn cap(self) -> Duration {
         match self {
             Cadence::Release => BACKOFF_CAP,
-            Cadence::Resume { .. } => RESUME_BACKOFF_CAP,
+            Cadence::Resume { .. } | Cadence::Start { .. } => RESUME_BACKOFF_CAP,
         }
     }
 
@@ -150,7 +156,7 @@ impl Cadence {
     pub fn delay(self, attempts: u32, now: DateTime<Utc>, jitter: f64) -> Duration {
         match self {
             Cadence::Release => with_jitter(backoff(attempts), jitter),
-            Cadence::Resume { since } => {
+            Cadence::Resume { since } | Cadence::Start { since } => {
                 let waited = (now - since).to_std().unwrap_or_default();
                 let streak = resume_attempt_backoff(attempts);
                 with_jitter(resume_backoff(waited.min(streak)), jitter).min(RESUME_BACKOFF_CAP)
@@ -393,6 +399,17 @@ mod tests {
         );
         assert_eq!(Cadence::of(RunState::Resuming, since), resume);
         assert_eq!(Cadence::of(RunState::Suspended, since), Cadence::Release);
+        let start = Cadence::of(RunState::Queued, since);
+        assert_eq!(start, Cadence::Start { since });
+        assert!(
+            !start.is_resume(),
+            "a refused provision of a new run fails it"
+        );
+        let starting: Vec<u128> = (1..=7)
+            .map(|n| start.delay(n, at(60_000), 0.0).as_millis())
+            .collect();
+        assert_eq!(starting, [250, 500, 1000, 2000, 4000, 5000, 5000]);
+        assert_eq!(start.cap(), RESUME_BACKOFF_CAP);
         assert_eq!(Cadence::Release.cap(), BACKOFF_CAP);
     }
 

@@ -12,7 +12,8 @@ use super::{lx_with_faults, Lx};
 
 crate::on_both_backends!(
     a_run_that_reaches_its_provider_again_wakes_the_others,
-    a_probe_that_reaches_the_provider_again_wakes_its_resuming_runs
+    a_probe_that_reaches_the_provider_again_wakes_its_resuming_runs,
+    a_new_run_gets_its_first_sandbox_as_soon_as_its_provider_answers_again
 );
 
 const RUNS: usize = 4;
@@ -79,4 +80,26 @@ async fn a_probe_that_reaches_the_provider_again_wakes_its_resuming_runs(backend
         let record = lx.record(run).await;
         assert_eq!(record.state, ResourceState::Active, "{run}: {record:?}");
     }
+}
+
+async fn a_new_run_gets_its_first_sandbox_as_soon_as_its_provider_answers_again(backend: Backend) {
+    let mut lx = lx_with_faults(backend, "").await;
+    let addr = lx.provider.stop_serving().await;
+    let session = lx.session().await;
+    let run = lx.isolated_run(&session).await.id;
+    for _ in 0..(60_000 / STEP_MS) {
+        lx.drain().await;
+        lx.clock.advance(Duration::milliseconds(STEP_MS));
+    }
+    let record = lx.record(&run).await;
+    assert_eq!(record.state, ResourceState::Provisioning);
+    let wait = record.next_retry_at.unwrap() - lx.store().now();
+    assert!(
+        wait <= Duration::seconds(5),
+        "a run waiting to start retries on the quick cadence: {wait}"
+    );
+    lx.provider.serve_again_at(addr).await;
+    assert_eq!(lx.main.coordinator.probe_providers().await, 1);
+    lx.drain().await;
+    assert_eq!(lx.record(&run).await.state, ResourceState::Active);
 }

@@ -138,7 +138,7 @@ impl Coordinator {
     }
 
     /// Notes whether `result` came from the provider: when it answers again after a call
-    /// that got no answer, its resuming runs are due now.
+    /// that got no answer, the runs waiting on it are due now.
     pub(super) async fn noted<T>(&self, provider_id: &str, result: &Result<T, ProviderCallError>) {
         if self
             .clients
@@ -149,12 +149,12 @@ impl Coordinator {
     }
 
     async fn provider_back(&self, provider_id: &str) {
-        match self.store.wake_resuming_on(provider_id).await {
+        match self.store.wake_waiting_on(provider_id).await {
             Ok(woken) => {
                 tracing::info!(
                     provider_id,
                     woken,
-                    "the provider answers again: its resuming runs are due now"
+                    "the provider answers again: the runs waiting on it are due now"
                 );
             }
             Err(e) => {

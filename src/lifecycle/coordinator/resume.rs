@@ -5,7 +5,6 @@ use chrono::{DateTime, Utc};
 
 use super::calls::call_status;
 use super::{jitter, waiting_for_retry, Coordinator, CoordinatorError, Step, Work};
-use crate::domain::run::RunState;
 use crate::lifecycle::outcome::{self, Next};
 use crate::lifecycle::rules::Cadence;
 
@@ -14,12 +13,13 @@ impl Work {
         Cadence::of(self.run.state, self.run.updated_at)
     }
 
-    /// Whether a pending retry holds the record now. A resuming run is not held by a retry
-    /// scheduled before something woke the record (the reply): its human never waits out a
-    /// backoff from before the answer.
+    /// Whether a pending retry holds the record now. A run someone waits on (resuming, or
+    /// queued for its first sandbox) is not held by a retry scheduled before something woke
+    /// the record (the reply, its provider answering again): it never waits out a backoff
+    /// from before.
     pub(super) fn held(&self, now: DateTime<Utc>) -> bool {
         waiting_for_retry(&self.record, now)
-            && !(self.run.state == RunState::Resuming && self.woken())
+            && !(self.cadence() != Cadence::Release && self.woken())
     }
 
     /// Something made the record due before its pending retry (a reply, a new child).

@@ -135,16 +135,16 @@ impl Store {
 }
 
 impl Store {
-    /// A provider answers again after it could not be reached: every resuming run on it
-    /// that waits out a retry, and that nobody works on, is due now (its human has waited
-    /// long enough). Returns how many records were woken.
-    pub async fn wake_resuming_on(&self, provider_id: &str) -> StoreResult<u64> {
+    /// A provider answers again after it could not be reached: every run on it that someone
+    /// waits on (resuming, or queued for its first sandbox) and that waits out a retry while
+    /// nobody works on it is due now. Returns how many records were woken.
+    pub async fn wake_waiting_on(&self, provider_id: &str) -> StoreResult<u64> {
         let mut tx = self.write_tx().await?;
         let result = async {
             let done = sqlx::query(
                 "UPDATE execution_resources SET due_at = $1 \
                  WHERE provider_id = $2 AND next_retry_at > $1 AND due_at > $1 \
-                   AND run_id IN (SELECT id FROM runs WHERE state = 'resuming' \
+                   AND run_id IN (SELECT id FROM runs WHERE state IN ('resuming', 'queued') \
                      AND (lease_expires_at IS NULL OR lease_expires_at <= $1))",
             )
             .bind(to_millis(tx.now))
