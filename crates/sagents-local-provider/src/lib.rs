@@ -18,6 +18,7 @@
 pub mod archive;
 mod bounds;
 pub mod cgroup;
+pub mod chunks;
 pub mod cli;
 mod clock;
 mod create;

@@ -8,11 +8,9 @@ use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::inventory::valid_checkpoint_id;
 use super::paths::OpenDir;
-use super::state::{fingerprint, CreateIntent, SandboxRecord};
+use super::state::{fingerprint, CreateIntent, SandboxRecord, StoredCheckpoint};
 use sagents_plugin_api::spec::WorkspaceMode;
-use sagents_plugin_api::wire::{
-    CheckpointRef, RestoreRequest, SandboxHandle, SandboxRef, SandboxState,
-};
+use sagents_plugin_api::wire::{RestoreRequest, SandboxHandle, SandboxRef, SandboxState};
 
 impl Engine {
     /// `POST /v3/restores`: a new ready sandbox holding the checkpoint's files.
@@ -52,14 +50,14 @@ impl Engine {
             false => None,
         }
         .ok_or_else(|| ApiError::not_found("checkpoint", ckp_id))?;
-        let ckp = stored.checkpoint;
+        let ckp = &stored.checkpoint;
         if req.checkpoint.digest.is_some() && req.checkpoint.digest != ckp.digest {
             return Err(ApiError::invalid(
                 "checkpoint.mismatch",
                 "checkpoint.digest does not match the stored checkpoint",
             ));
         }
-        let tenant_id = match (stored.labels, self.slot(&ckp.sandbox_id)) {
+        let tenant_id = match (stored.labels.clone(), self.slot(&ckp.sandbox_id)) {
             (Some(labels), _) => labels.tenant_id,
             (None, Ok(s)) => s.lock().await.r#ref.tenant_id.clone(),
             (None, Err(_)) => String::new(),
@@ -74,7 +72,7 @@ impl Engine {
             undone: false,
         };
         self.record_intent(&intent)?;
-        let made = self.restore_steps(req, &intent, ckp, tenant_id).await;
+        let made = self.restore_steps(req, &intent, stored, tenant_id).await;
         self.settle(&intent, made)
     }
 
@@ -82,15 +80,15 @@ impl Engine {
         &self,
         req: &RestoreRequest,
         intent: &CreateIntent,
-        ckp: CheckpointRef,
+        stored: StoredCheckpoint,
         tenant_id: String,
     ) -> Result<(SandboxHandle, bool), ApiError> {
+        let ckp = stored.checkpoint.clone();
         let dir = intent.dir.clone();
         std::fs::create_dir_all(&dir).map_err(|e| internal("creating the sandbox", e))?;
-        let archive = self.layout.archive(&ckp.checkpoint_id);
-        let (digest, target) = (ckp.digest.clone(), dir.clone());
-        tokio::task::spawn_blocking(move || {
-            super::archive::unpack(&archive, &target, digest.as_deref())
+        let (layout, target) = (self.layout.clone(), dir.clone());
+        let written = tokio::task::spawn_blocking(move || {
+            super::chunks::checkpoints::bring_back(&layout, &stored, &target)
         })
         .await
         .map_err(|e| internal("restoring the files", e))?
@@ -103,7 +101,7 @@ impl Engine {
                 ApiError::invalid("checkpoint.unsafe", e.to_string())
             }
             super::archive::UnpackError::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
-                ApiError::terminal("checkpoint.missing", "the checkpoint's archive is gone")
+                ApiError::terminal("checkpoint.missing", "the checkpoint's files are gone")
             }
             other => internal("restoring the files", other),
         })?;
@@ -113,6 +111,12 @@ impl Engine {
             .spawn_leader(opened, &intent.sandbox_id, &req.spec.resources)
             .await?;
         self.crash_after(FaultPoint::CreateLeader)?;
+        let (layout, sbx, target) = (self.layout.clone(), intent.sandbox_id.clone(), dir.clone());
+        let ckp_id = ckp.checkpoint_id.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            super::chunks::checkpoints::remember(&layout, &sbx, &ckp_id, &target, written)
+        })
+        .await;
         let now = Utc::now();
         let rec = SandboxRecord {
             r#ref: SandboxRef {
