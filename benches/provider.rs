@@ -3,7 +3,8 @@
 //! thread, same level), the latency of a provision and of an exec (`true`), plus the
 //! provider's memory per idle sandbox.
 //!
-//! `cargo bench --bench provider` (set `PROVIDER_BENCH_RUNS` to change the 7 runs;
+//! `cargo bench --bench provider` (set `PROVIDER_BENCH_RUNS` to change the 7 runs,
+//! `PROVIDER_BENCH_CHECKPOINTS_ONLY=1` for the checkpoint rows alone;
 //! `PROVIDER_BENCH_BIN=PATH` measures another build of the provider's binary instead of the one
 //! built beside the bench, so two builds can be compared in turn).
 #![allow(
@@ -36,14 +37,21 @@ const TOKEN: &str = "provider-bench-token-0123456789abcdef";
 const EXECS: usize = 30;
 const TOTAL_BYTES: usize = 10 * 1024 * 1024;
 
+#[path = "provider/incremental.rs"]
+mod incremental;
+
 fn make_tree(dir: &Path) {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+    text_tree(dir, FILES, TOTAL_BYTES / FILES, 42);
+}
+
+/// `files` files of `per_file` bytes of source-like text, in 20 folders.
+fn text_tree(dir: &Path, files: usize, per_file: usize, seed: u64) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let words = [
         "sandbox", "release", "restore", "agent", "tool", "call", "fn", "let", "mut", "match",
         "return", "0x1f", "{", "}", "=>", "self", "async", "await", "struct", "impl",
     ];
-    let per_file = TOTAL_BYTES / FILES;
-    for i in 0..FILES {
+    for i in 0..files {
         let sub = dir.join(format!("d{:02}", i % 20));
         std::fs::create_dir_all(&sub).unwrap();
         let mut buf = Vec::with_capacity(per_file + 16);
@@ -189,6 +197,10 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(7)
         .max(1);
+    if std::env::var_os("PROVIDER_BENCH_CHECKPOINTS_ONLY").is_some() {
+        incremental::run(runs);
+        return;
+    }
     let work = tempfile::tempdir().unwrap();
     let tree = work.path().join("tree");
     make_tree(&tree);
@@ -338,6 +350,13 @@ fn main() {
     )
     .unwrap();
     writeln!(out, "provider RSS: {rss0} KiB with 0 sandboxes, {rss100} KiB with 100 idle; {:.1} KiB per idle sandbox", (rss100 as f64 - rss0 as f64) / 100.0).unwrap();
+    drop(out);
+    incremental::run(runs);
+}
+
+fn settle_disk() {
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
 }
 
 /// Waits for the provider's background deletions, then flushes dirty pages to disk.

@@ -22,7 +22,7 @@ async fn snapshot_for(h: &Harness, key: &str, run: &str) -> CheckpointRef {
 fn archive_of(h: &Harness, c: &CheckpointRef) -> std::path::PathBuf {
     h.root
         .path()
-        .join(format!("checkpoints/{}.tar.zst", c.checkpoint_id))
+        .join(format!("checkpoints/{}.manifest", c.checkpoint_id))
 }
 
 #[tokio::test]
@@ -66,7 +66,7 @@ async fn checkpoints_are_listed_with_labels_and_deleted_idempotently() {
         (receipt.checkpoint_id.as_str(), receipt.deleted),
         (gone.checkpoint_id.as_str(), true)
     );
-    assert!(!archive_of(&h, gone).exists(), "the archive is deleted");
+    assert!(!archive_of(&h, gone).exists(), "the manifest is deleted");
     let again = h
         .client
         .delete_checkpoint(&gone.checkpoint_id, &CallOptions::default())
