@@ -2,7 +2,7 @@
 //! followed, devices, fifos and sockets left out); a file whose fingerprint matches the base
 //! index is taken from the base manifest unread, any other is read and hashed, and content
 //! the store holds already is named, not written. Packs are compressed and written on a
-//! second thread while the walk goes on.
+//! pair of threads while the walk goes on.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -94,18 +94,26 @@ pub fn write(blobs: &Blobs, dir: &Path, out: &Path, base: Option<Base>) -> io::R
         }
     }
     let (tx, rx) = mpsc::sync_channel::<(Hash, Vec<u8>)>(2);
-    let writer_blobs = blobs.clone();
-    let writer = std::thread::spawn(move || -> io::Result<u64> {
-        let mut written = 0;
-        for (name, data) in rx {
-            if writer_blobs.contains(&name) {
-                continue;
-            }
-            let compressed = zstd::bulk::compress(&data, crate::archive::ZSTD_LEVEL)?;
-            written += writer_blobs.put(&name, &compressed)?;
-        }
-        Ok(written)
-    });
+    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    // Two writers: compressing and syncing packs costs more than reading and hashing them.
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let (blobs, rx) = (blobs.clone(), rx.clone());
+            std::thread::spawn(move || -> io::Result<u64> {
+                let mut written = 0;
+                loop {
+                    let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok((name, data)) = next else { break };
+                    if blobs.contains(&name) {
+                        continue;
+                    }
+                    let compressed = zstd::bulk::compress(&data, crate::archive::ZSTD_LEVEL)?;
+                    written += blobs.put(&name, &compressed)?;
+                }
+                Ok(written)
+            })
+        })
+        .collect();
     let mut walk = Walk {
         blobs,
         seen: base_index.map(Index::by_path).unwrap_or_default(),
@@ -129,10 +137,12 @@ pub fn write(blobs: &Blobs, dir: &Path, out: &Path, base: Option<Base>) -> io::R
         ..
     } = walk;
     drop(packs);
-    let packed = writer
-        .join()
-        .map_err(|_| io::Error::other("the pack writer panicked"))?;
-    let packed = packed?;
+    let mut packed = 0;
+    for w in writers {
+        packed += w
+            .join()
+            .map_err(|_| io::Error::other("a pack writer panicked"))??;
+    }
     walked?;
     let canonical = manifest::encode(&entries);
     let compressed = zstd::bulk::compress(&canonical, crate::archive::ZSTD_LEVEL)?;
