@@ -40,14 +40,21 @@ const MIB: usize = 1024 * 1024;
 /// Workspace sizes measured, in MiB; provisions and execs are timed with the first.
 const SIZES_MIB: [usize; 3] = [10, 1, 100];
 
+#[path = "provider/incremental.rs"]
+mod incremental;
+
 fn make_tree(dir: &Path, total_bytes: usize) {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+    text_tree(dir, FILES, total_bytes / FILES, 42);
+}
+
+/// `files` files of `per_file` bytes of source-like text, in 20 folders.
+fn text_tree(dir: &Path, files: usize, per_file: usize, seed: u64) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let words = [
         "sandbox", "release", "restore", "agent", "tool", "call", "fn", "let", "mut", "match",
         "return", "0x1f", "{", "}", "=>", "self", "async", "await", "struct", "impl",
     ];
-    let per_file = total_bytes / FILES;
-    for i in 0..FILES {
+    for i in 0..files {
         let sub = dir.join(format!("d{:02}", i % 20));
         std::fs::create_dir_all(&sub).unwrap();
         let mut buf = Vec::with_capacity(per_file + 16);
@@ -371,6 +378,10 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(7)
         .max(1);
+    if std::env::var_os("PROVIDER_BENCH_CHECKPOINTS_ONLY").is_some() {
+        incremental::run(runs);
+        return;
+    }
     let work = tempfile::tempdir().unwrap();
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -482,6 +493,11 @@ fn main() {
     writeln!(out, "provider RSS: {rss0} KiB with 0 sandboxes, {rss100} KiB with 100 idle; {:.1} KiB per idle sandbox", (rss100 as f64 - rss0 as f64) / 100.0).unwrap();
 }
 
+fn settle_disk() {
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
+}
+
 /// Waits for the provider's background deletions, then flushes dirty pages to disk.
 fn settle(root: &Path) {
     let trash = root.join("trash");
@@ -492,8 +508,7 @@ fn settle(root: &Path) {
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    // SAFETY: sync(2) has no preconditions.
-    unsafe { libc::sync() };
+    settle_disk();
 }
 
 fn walk_count(dir: &Path) -> usize {

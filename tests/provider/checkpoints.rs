@@ -22,7 +22,7 @@ async fn snapshot_for(h: &Harness, key: &str, run: &str) -> CheckpointRef {
 fn archive_of(h: &Harness, c: &CheckpointRef) -> std::path::PathBuf {
     h.root
         .path()
-        .join(format!("checkpoints/{}.tar.zst", c.checkpoint_id))
+        .join(format!("checkpoints/{}.manifest", c.checkpoint_id))
 }
 
 #[tokio::test]
@@ -66,7 +66,7 @@ async fn checkpoints_are_listed_with_labels_and_deleted_idempotently() {
         (receipt.checkpoint_id.as_str(), receipt.deleted),
         (gone.checkpoint_id.as_str(), true)
     );
-    assert!(!archive_of(&h, gone).exists(), "the archive is deleted");
+    assert!(!archive_of(&h, gone).exists(), "the manifest is deleted");
     let again = h
         .client
         .delete_checkpoint(&gone.checkpoint_id, &CallOptions::default())
@@ -201,4 +201,41 @@ async fn a_restored_sandbox_is_listed_for_its_new_run_and_the_original_tenant() 
         (item.state, item.generation),
         (SandboxState::Ready, ckp.generation + 1)
     );
+}
+
+#[tokio::test]
+async fn a_checkpoint_the_previous_build_wrote_as_an_archive_still_restores_and_deletes() {
+    let h = Harness::start().await;
+    let ckp = snapshot_for(&h, "p1", "run_1").await;
+    let root = h.root.path();
+    std::fs::remove_file(archive_of(&h, &ckp)).unwrap();
+    let files = tempfile::tempdir().unwrap();
+    std::fs::create_dir(files.path().join("empty")).unwrap();
+    std::fs::write(files.path().join("who.txt"), "from an archive\n").unwrap();
+    let archive = root.join(format!("checkpoints/{}.tar.zst", ckp.checkpoint_id));
+    let info = local_provider::archive::pack(files.path(), &archive).unwrap();
+    let state = root.join(format!("state/checkpoints/{}.json", ckp.checkpoint_id));
+    let mut stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    stored.as_object_mut().unwrap().remove("format");
+    stored["digest"] = serde_json::json!(info.digest);
+    stored["size_bytes"] = serde_json::json!(info.size_bytes);
+    std::fs::write(&state, serde_json::to_vec(&stored).unwrap()).unwrap();
+    let old = CheckpointRef {
+        digest: Some(info.digest),
+        size_bytes: info.size_bytes,
+        ..ckp
+    };
+    let back = h.restore(&old, "r1").await.unwrap();
+    let out = h
+        .sh(&back, "cat who.txt; test -d empty && echo dir")
+        .await
+        .unwrap();
+    assert_eq!(out.stdout, "from an archive\ndir\n");
+    let receipt = h
+        .client
+        .delete_checkpoint(&old.checkpoint_id, &CallOptions::default())
+        .await
+        .unwrap();
+    assert!(receipt.deleted && !archive.exists() && !state.exists());
 }

@@ -203,11 +203,17 @@ async fn state_is_readable_by_the_provider_alone() {
         "state/sandboxes",
         "state/terminated",
         "checkpoints",
+        "blobs",
     ] {
         assert_eq!(mode(&root.join(dir)), 0o700, "{dir}");
     }
-    let archive = root.join(format!("checkpoints/{}.tar.zst", ckp.checkpoint_id));
-    assert_eq!(mode(&archive), 0o600);
+    let manifest = root.join(format!("checkpoints/{}.manifest", ckp.checkpoint_id));
+    assert_eq!(mode(&manifest), 0o600);
+    for prefix in std::fs::read_dir(root.join("blobs")).unwrap().flatten() {
+        for blob in std::fs::read_dir(prefix.path()).unwrap().flatten() {
+            assert_eq!(mode(&blob.path()), 0o600, "{}", blob.path().display());
+        }
+    }
     for dir in ["state/terminated", "state/checkpoints"] {
         for e in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
             assert_eq!(mode(&e.path()), 0o600, "{}", e.path().display());

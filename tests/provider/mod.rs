@@ -12,6 +12,7 @@ mod hostile;
 mod hostile_bounds;
 mod hostile_doors;
 mod hostile_files;
+mod incremental;
 mod inventory;
 mod isolation;
 mod lifecycle;

@@ -1,7 +1,7 @@
 //! Snapshots as archives: tar + zstd, in process, with a SHA-256 digest of the stored file.
 
-mod extract;
-mod walk;
+pub(crate) mod extract;
+pub(crate) mod walk;
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};

@@ -247,8 +247,7 @@ impl Engine {
         layout.remove_partial_archives()?;
         let warm = WarmCache::open(&layout.root, layout.trash(), cfg.warm_cache_bytes, |id| {
             super::inventory::valid_checkpoint_id(id)
-                && layout.archive(id).exists()
-                && matches!(layout.load_checkpoint(id), Ok(Some(_)))
+                && matches!(layout.load_checkpoint(id), Ok(Some(c)) if layout.checkpoint_data(&c).exists())
         })?;
         cfg.cgroups.clean_stale(&live);
         Ok(Engine {

@@ -239,8 +239,8 @@ impl Engine {
         }
     }
 
-    /// `DELETE /v3/checkpoints/{id}`: removes the archive and the record; `deleted` is false
-    /// when neither was there.
+    /// `DELETE /v3/checkpoints/{id}`: removes the archive or manifest and the record, then
+    /// the blobs no other checkpoint names; `deleted` is false when nothing was there.
     pub async fn delete_checkpoint(&self, id: &str) -> Result<CheckpointDeleteReceipt, ApiError> {
         if !valid_checkpoint_id(id) {
             return Err(ApiError::bad_input(
@@ -252,10 +252,13 @@ impl Engine {
         }
         // Restores hold this lock from reading the record to unpacking the archive.
         let _checkpoint = self.locks.lock(&format!("checkpoint:{id}")).await;
-        let deleted = self
-            .layout
-            .remove_checkpoint(id)
-            .map_err(|e| internal("deleting the checkpoint", e))?;
+        let (layout, owned) = (self.layout.clone(), id.to_owned());
+        let deleted = tokio::task::spawn_blocking(move || {
+            super::chunks::checkpoints::delete(&layout, &owned)
+        })
+        .await
+        .map_err(|e| internal("deleting the checkpoint", e))?
+        .map_err(|e| internal("deleting the checkpoint", e))?;
         self.warm.forget(id);
         Ok(CheckpointDeleteReceipt {
             checkpoint_id: id.to_owned(),

@@ -272,7 +272,7 @@ async fn checkpoints_are_listed_with_labels_and_deleted_once() {
     );
 
     let gone = &ids[1];
-    let archive = root.path().join(format!("checkpoints/{gone}.tar.zst"));
+    let archive = root.path().join(format!("checkpoints/{gone}.manifest"));
     assert!(archive.exists());
     assert!(e.delete_checkpoint(gone).await.unwrap().deleted);
     assert!(!archive.exists());

@@ -6,18 +6,20 @@
 //! own namespaces (user, PID, mount, network, ...; see [`isolation`]), which commands run
 //! through `exec` join under the spec's rlimits and `no_new_privs`, so a command sees only its
 //! sandbox and terminating the sandbox ends everything it started. With `--isolation none`
-//! the leader is a plain process group on the host. `snapshot_and_terminate` pauses the group, archives
-//! the files (tar + zstd) as a checkpoint and kills the group; `POST /v3/restores` unpacks a
-//! checkpoint into a fresh sandbox. Sandboxes, receipts, checkpoints and idempotency records
+//! the leader is a plain process group on the host. `snapshot_and_terminate` pauses the group, writes
+//! the files as a checkpoint (a manifest over blobs shared by the host's checkpoints, see
+//! [`chunks`]) and kills the group; `POST /v3/restores` assembles a checkpoint (or unpacks an
+//! archive of the previous format) into a fresh sandbox. Sandboxes, receipts, checkpoints and idempotency records
 //! are JSON files under `ROOT/state`, so the provider keeps its word across restarts; without
 //! that folder it starts empty. `GET /v3/sandboxes` and `GET /v3/checkpoints` list what it
-//! holds; `DELETE /v3/checkpoints/{id}` removes a checkpoint's archive.
+//! holds; `DELETE /v3/checkpoints/{id}` removes a checkpoint and the blobs no other one names.
 //!
 //! Fault injection for tests (`--fault-injection SPEC`) is described in [`faults`].
 
 pub mod archive;
 mod bounds;
 pub mod cgroup;
+pub mod chunks;
 pub mod cli;
 mod clock;
 mod create;

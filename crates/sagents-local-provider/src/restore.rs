@@ -4,17 +4,16 @@ use std::path::Path;
 
 use chrono::Utc;
 
+use super::chunks::WrittenFiles;
 use super::create::Begin;
 use super::engine::{check_key, check_name, check_spec, internal, Engine};
 use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::inventory::valid_checkpoint_id;
 use super::paths::OpenDir;
-use super::state::{fingerprint, CreateIntent, SandboxRecord};
+use super::state::{fingerprint, CreateIntent, SandboxRecord, StoredCheckpoint};
 use sagents_plugin_api::spec::WorkspaceMode;
-use sagents_plugin_api::wire::{
-    CheckpointRef, RestoreRequest, SandboxHandle, SandboxRef, SandboxState,
-};
+use sagents_plugin_api::wire::{RestoreRequest, SandboxHandle, SandboxRef, SandboxState};
 
 impl Engine {
     /// `POST /v3/restores`: a new ready sandbox holding the checkpoint's files.
@@ -54,14 +53,14 @@ impl Engine {
             false => None,
         }
         .ok_or_else(|| ApiError::not_found("checkpoint", ckp_id))?;
-        let ckp = stored.checkpoint;
+        let ckp = &stored.checkpoint;
         if req.checkpoint.digest.is_some() && req.checkpoint.digest != ckp.digest {
             return Err(ApiError::invalid(
                 "checkpoint.mismatch",
                 "checkpoint.digest does not match the stored checkpoint",
             ));
         }
-        let tenant_id = match (stored.labels, self.slot(&ckp.sandbox_id)) {
+        let tenant_id = match (stored.labels.clone(), self.slot(&ckp.sandbox_id)) {
             (Some(labels), _) => labels.tenant_id,
             (None, Ok(s)) => s.lock().await.r#ref.tenant_id.clone(),
             (None, Err(_)) => String::new(),
@@ -76,7 +75,7 @@ impl Engine {
             undone: false,
         };
         self.record_intent(&intent)?;
-        let made = self.restore_steps(req, &intent, ckp, tenant_id).await;
+        let made = self.restore_steps(req, &intent, stored, tenant_id).await;
         self.settle(&intent, made)
     }
 
@@ -84,19 +83,34 @@ impl Engine {
         &self,
         req: &RestoreRequest,
         intent: &CreateIntent,
-        ckp: CheckpointRef,
+        stored: StoredCheckpoint,
         tenant_id: String,
     ) -> Result<(SandboxHandle, bool), ApiError> {
+        let ckp = stored.checkpoint.clone();
         let dir = intent.dir.clone();
-        if !self.restore_warm(&ckp, &dir).await {
-            self.unpack_checkpoint(&ckp, &dir).await?;
-        }
+        let written = match self.restore_warm(&stored, &dir).await {
+            true => {
+                let target = dir.clone();
+                tokio::task::spawn_blocking(move || {
+                    super::chunks::checkpoints::fingerprints(&target)
+                })
+                .await
+                .unwrap_or_default()
+            }
+            false => self.unpack_checkpoint(stored, &dir).await?,
+        };
         self.crash_after(FaultPoint::CreateFiles)?;
         let opened = OpenDir::open(&dir).map_err(|e| internal("opening the sandbox", e))?;
         let leader = self
             .spawn_leader(opened, &intent.sandbox_id, &req.spec.resources)
             .await?;
         self.crash_after(FaultPoint::CreateLeader)?;
+        let (layout, sbx, target) = (self.layout.clone(), intent.sandbox_id.clone(), dir.clone());
+        let ckp_id = ckp.checkpoint_id.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            super::chunks::checkpoints::remember(&layout, &sbx, &ckp_id, &target, written)
+        })
+        .await;
         let now = Utc::now();
         let rec = SandboxRecord {
             r#ref: SandboxRef {
@@ -126,20 +140,24 @@ impl Engine {
         self.finish_create(rec, intent)
     }
 
-    /// Unpacks the checkpoint's archive into `dir`, one of at most `restore_concurrency`
-    /// unpacks at once: a burst on a few cores finishes its first restores early instead of
-    /// all of them late.
-    async fn unpack_checkpoint(&self, ckp: &CheckpointRef, dir: &Path) -> Result<(), ApiError> {
+    /// Writes the checkpoint's files into `dir` (from its blobs, or its archive for one of
+    /// the earlier format), one of at most `restore_concurrency` at once: a burst on a few
+    /// cores finishes its first restores early instead of all of them late. Returns the
+    /// fingerprints of the files written.
+    async fn unpack_checkpoint(
+        &self,
+        stored: StoredCheckpoint,
+        dir: &Path,
+    ) -> Result<WrittenFiles, ApiError> {
         std::fs::create_dir_all(dir).map_err(|e| internal("creating the sandbox", e))?;
         let _slot = self
             .unpack_slots
             .acquire()
             .await
             .map_err(|e| internal("waiting to unpack", e))?;
-        let archive = self.layout.archive(&ckp.checkpoint_id);
-        let (digest, target) = (ckp.digest.clone(), dir.to_path_buf());
+        let (layout, target) = (self.layout.clone(), dir.to_path_buf());
         tokio::task::spawn_blocking(move || {
-            super::archive::unpack(&archive, &target, digest.as_deref())
+            super::chunks::checkpoints::bring_back(&layout, &stored, &target)
         })
         .await
         .map_err(|e| internal("restoring the files", e))?
@@ -152,10 +170,9 @@ impl Engine {
                 ApiError::invalid("checkpoint.unsafe", e.to_string())
             }
             super::archive::UnpackError::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
-                ApiError::terminal("checkpoint.missing", "the checkpoint's archive is gone")
+                ApiError::terminal("checkpoint.missing", "the checkpoint's files are gone")
             }
             other => internal("restoring the files", other),
-        })?;
-        Ok(())
+        })
     }
 }

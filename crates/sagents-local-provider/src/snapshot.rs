@@ -3,16 +3,14 @@
 //! its processes killed. Every recoverable failure before the checkpoint is recorded thaws
 //! the sandbox before answering.
 
-use std::path::PathBuf;
-
 use chrono::{DateTime, Utc};
 
-use super::archive::ArchiveInfo;
+use super::chunks::{checkpoints, Written};
 use super::engine::Engine;
 use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::process::Leader;
-use super::state::{Layout, SandboxRecord, StoredCheckpoint, StoredRelease};
+use super::state::{CheckpointFormat, Layout, SandboxRecord, StoredCheckpoint, StoredRelease};
 use sagents_plugin_api::codes;
 use sagents_plugin_api::spec::{ReleaseDisposition, WorkspaceMode};
 use sagents_plugin_api::wire::{
@@ -38,12 +36,12 @@ pub(super) fn finish_interrupted_snapshot(
         let Some(stored) = layout.load_checkpoint(&id)? else {
             continue;
         };
-        let c = stored.checkpoint;
+        let c = &stored.checkpoint;
         if c.sandbox_id == rec.r#ref.sandbox_id
             && c.generation == rec.generation
-            && layout.archive(&id).exists()
+            && layout.checkpoint_data(&stored).exists()
         {
-            taken = Some(c);
+            taken = Some(stored.checkpoint);
         }
     }
     let Some(checkpoint) = taken else {
@@ -108,8 +106,7 @@ impl Engine {
             return Err(self.recover_after_failed_snapshot(rec, cause));
         }
         let checkpoint_id = format!("ckp_{}", uuid::Uuid::now_v7().simple());
-        let archive = self.layout.archive(&checkpoint_id);
-        let info = match self.archive(rec, archive).await {
+        let info = match self.archive(rec, &checkpoint_id).await {
             Ok(info) => info,
             Err(cause) => return Err(self.recover_after_failed_snapshot(rec, cause)),
         };
@@ -118,7 +115,7 @@ impl Engine {
             provider_id: self.cfg.provider_id.clone(),
             sandbox_id: rec.r#ref.sandbox_id.clone(),
             generation: rec.generation,
-            size_bytes: info.size_bytes,
+            size_bytes: info.new_bytes,
             digest: Some(info.digest),
             created_at: DateTime::from_timestamp_millis(Utc::now().timestamp_millis())
                 .unwrap_or_default(),
@@ -129,9 +126,10 @@ impl Engine {
                 owner_run_id: rec.r#ref.owner_run_id.clone(),
                 tenant_id: rec.r#ref.tenant_id.clone(),
             }),
+            format: CheckpointFormat::Manifest,
         };
         if let Err(e) = self.layout.save_checkpoint(&stored) {
-            let _ = std::fs::remove_file(self.layout.archive(&checkpoint.checkpoint_id));
+            let _ = std::fs::remove_file(self.layout.manifest(&checkpoint.checkpoint_id));
             let cause = format!("recording the checkpoint failed: {e}");
             return Err(self.recover_after_failed_snapshot(rec, cause));
         }
@@ -144,8 +142,8 @@ impl Engine {
         Ok(checkpoint)
     }
 
-    /// Packs the sandbox's files into `out`, in the blocking pool.
-    async fn archive(&self, rec: &SandboxRecord, out: PathBuf) -> Result<ArchiveInfo, String> {
+    /// Writes the sandbox's files as checkpoint `id`, in the blocking pool.
+    async fn archive(&self, rec: &SandboxRecord, id: &str) -> Result<Written, String> {
         let fault = self.faults.decide(FaultPoint::Snapshot);
         if let Some(delay) = fault.delay {
             let r = &rec.r#ref;
@@ -158,8 +156,14 @@ impl Engine {
         if fault.action.is_some() {
             return Err("archiving failed (injected fault)".into());
         }
-        let dir = rec.dir.clone();
-        match tokio::task::spawn_blocking(move || super::archive::pack(&dir, &out)).await {
+        let (dir, id, sbx, layout) = (
+            rec.dir.clone(),
+            id.to_owned(),
+            rec.r#ref.sandbox_id.clone(),
+            self.layout.clone(),
+        );
+        match tokio::task::spawn_blocking(move || checkpoints::take(&layout, &dir, &id, &sbx)).await
+        {
             Ok(Ok(info)) => Ok(info),
             Ok(Err(e)) => Err(format!("archiving failed: {e}")),
             Err(e) => Err(format!("archiving failed: {e}")),

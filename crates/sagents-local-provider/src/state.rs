@@ -13,6 +13,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::chunks::index::Index;
+use super::chunks::Blobs;
 use super::process::Leader;
 use sagents_plugin_api::spec::{ReleaseDisposition, Resources, WorkspaceMode};
 use sagents_plugin_api::wire::{
@@ -80,6 +82,19 @@ pub struct StoredCheckpoint {
     pub checkpoint: CheckpointRef,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<InventoryLabels>,
+    /// How its files are kept; records written before manifests are archives.
+    #[serde(default)]
+    pub format: CheckpointFormat,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointFormat {
+    /// `checkpoints/<id>.tar.zst`, its digest that of the file.
+    #[default]
+    Archive,
+    /// `checkpoints/<id>.manifest` over the shared blobs, its digest that of the manifest.
+    Manifest,
 }
 
 /// The first answer to a provision or restore, replayed for the same key.
@@ -107,12 +122,14 @@ pub struct CreateIntent {
 #[derive(Debug, Clone)]
 pub struct Layout {
     pub root: PathBuf,
+    pub blobs: Blobs,
 }
 
 impl Layout {
     pub fn new(root: &Path) -> io::Result<Self> {
         let layout = Layout {
             root: root.to_path_buf(),
+            blobs: Blobs::new(root.join("blobs"))?,
         };
         for d in [
             layout.sandbox_states(),
@@ -121,6 +138,7 @@ impl Layout {
             layout.requests(),
             layout.intents(),
             layout.archives(),
+            layout.indexes(),
             layout.sandbox_dirs(),
             layout.trash(),
         ] {
@@ -138,6 +156,8 @@ impl Layout {
             (layout.requests(), 0o700),
             (layout.intents(), 0o700),
             (layout.archives(), 0o700),
+            (layout.indexes(), 0o700),
+            (layout.blobs.dir().to_path_buf(), 0o700),
             (layout.trash(), 0o700),
         ] {
             set_mode(&d, mode)?;
@@ -160,8 +180,11 @@ impl Layout {
     fn intents(&self) -> PathBuf {
         self.root.join("state/intents")
     }
-    fn archives(&self) -> PathBuf {
+    pub fn archives(&self) -> PathBuf {
         self.root.join("checkpoints")
+    }
+    fn indexes(&self) -> PathBuf {
+        self.root.join("state/indexes")
     }
     pub fn sandbox_dirs(&self) -> PathBuf {
         self.root.join("sandboxes")
@@ -175,6 +198,35 @@ impl Layout {
 
     pub fn archive(&self, checkpoint_id: &str) -> PathBuf {
         self.archives().join(format!("{checkpoint_id}.tar.zst"))
+    }
+
+    pub fn manifest(&self, checkpoint_id: &str) -> PathBuf {
+        self.archives().join(format!("{checkpoint_id}.manifest"))
+    }
+
+    /// Where a checkpoint's files are kept, by its format.
+    pub fn checkpoint_data(&self, c: &StoredCheckpoint) -> PathBuf {
+        match c.format {
+            CheckpointFormat::Archive => self.archive(&c.checkpoint.checkpoint_id),
+            CheckpointFormat::Manifest => self.manifest(&c.checkpoint.checkpoint_id),
+        }
+    }
+
+    fn index(&self, sandbox_id: &str) -> PathBuf {
+        self.indexes().join(format!("{sandbox_id}.json"))
+    }
+
+    pub fn save_index(&self, sandbox_id: &str, index: &Index) -> io::Result<()> {
+        let bytes = serde_json::to_vec(index).map_err(io::Error::other)?;
+        let path = self.index(sandbox_id);
+        let tmp = path.with_extension("tmp");
+        private_file(&tmp)?.write_all(&bytes)?;
+        fs::rename(&tmp, path)
+    }
+
+    /// The fingerprints a restore recorded for the sandbox; none if unreadable.
+    pub fn load_index(&self, sandbox_id: &str) -> Option<Index> {
+        read_json_if_present(&self.index(sandbox_id)).ok().flatten()
     }
 
     fn sandbox_state(&self, sandbox_id: &str) -> PathBuf {
@@ -192,6 +244,7 @@ impl Layout {
             return write_json(&self.sandbox_state(id), rec);
         }
         write_json(&self.terminated_state(id), rec)?;
+        remove_if_present(&self.index(id))?;
         remove_if_present(&self.sandbox_state(id)).map(drop)
     }
 
@@ -246,7 +299,8 @@ impl Layout {
         Ok(ids)
     }
 
-    /// Removes the archives an interrupted snapshot left half-written (`.partial`).
+    /// Removes what an interrupted snapshot left: archives and manifests half-written
+    /// (`.partial`), a manifest never recorded, blobs no manifest names.
     pub fn remove_partial_archives(&self) -> io::Result<()> {
         for entry in fs::read_dir(self.archives())? {
             let path = entry?.path();
@@ -254,14 +308,15 @@ impl Layout {
                 remove_if_present(&path)?;
             }
         }
-        Ok(())
+        super::chunks::checkpoints::clean(self)
     }
 
-    /// Removes a checkpoint's archive, then its record; whether either was there.
+    /// Removes a checkpoint's archive or manifest, then its record; whether any was there.
     pub fn remove_checkpoint(&self, checkpoint_id: &str) -> io::Result<bool> {
         let archive = remove_if_present(&self.archive(checkpoint_id))?;
+        let manifest = remove_if_present(&self.manifest(checkpoint_id))?;
         let record = remove_if_present(&self.checkpoint_state(checkpoint_id))?;
-        Ok(archive || record)
+        Ok(archive || manifest || record)
     }
 
     pub fn remove_sandbox(&self, sandbox_id: &str) -> io::Result<bool> {
@@ -385,7 +440,7 @@ fn read_json_if_present<T: DeserializeOwned>(path: &Path) -> io::Result<Option<T
     }
 }
 
-fn remove_if_present(path: &Path) -> io::Result<bool> {
+pub fn remove_if_present(path: &Path) -> io::Result<bool> {
     match fs::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),

@@ -14,13 +14,13 @@ use std::path::{Component, Path};
 use super::UnpackError;
 use crate::paths::{is_not_a_plain_dir, mkdir_at, open_at, open_dir_at, walk_beneath, MAX_DEPTH};
 
-fn refused(path: &Path, why: &str) -> UnpackError {
+pub(crate) fn refused(path: &Path, why: &str) -> UnpackError {
     let shown: String = path.display().to_string().chars().take(200).collect();
     UnpackError::Unsafe(format!("`{shown}`: {why}"))
 }
 
 /// The entry's path as plain names; an absolute path or a `..` is refused.
-fn names(path: &Path) -> Result<Vec<&OsStr>, &'static str> {
+pub(crate) fn names(path: &Path) -> Result<Vec<&OsStr>, &'static str> {
     let mut parts = Vec::new();
     for c in path.components() {
         match c {
@@ -41,7 +41,7 @@ fn check(rc: libc::c_int) -> io::Result<()> {
 }
 
 /// Sets the mode and modification time of the open file `fd`.
-fn finish(fd: BorrowedFd<'_>, mode: u32, mtime: u64) -> io::Result<()> {
+pub(crate) fn finish(fd: BorrowedFd<'_>, mode: u32, mtime: u64) -> io::Result<()> {
     // SAFETY: fchmod(2) on an open descriptor.
     check(unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) })?;
     let t = libc::timespec {
@@ -52,7 +52,7 @@ fn finish(fd: BorrowedFd<'_>, mode: u32, mtime: u64) -> io::Result<()> {
     check(unsafe { libc::futimens(fd.as_raw_fd(), [t, t].as_ptr()) })
 }
 
-fn symlink_at(target: &Path, dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
+pub(crate) fn symlink_at(target: &Path, dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
     let t = CString::new(target.as_os_str().as_bytes()).map_err(io::Error::other)?;
     let n = CString::new(name.as_bytes()).map_err(io::Error::other)?;
     // SAFETY: both are valid NUL-terminated strings.

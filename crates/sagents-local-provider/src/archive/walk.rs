@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use crate::paths::{open_at, read_names, too_deep, MAX_DEPTH};
 
 /// The entry `name` of `dir` itself, never what it points to.
-fn open_node(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<File> {
+pub(crate) fn open_node(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<File> {
     open_at(dir, name, libc::O_PATH).map(File::from)
 }
 
 /// Opens the very file an `O_PATH` descriptor refers to, for reading.
-fn reopen(node: &File, flags: libc::c_int) -> io::Result<OwnedFd> {
+pub(crate) fn reopen(node: &File, flags: libc::c_int) -> io::Result<OwnedFd> {
     let magic = format!("/proc/self/fd/{}", node.as_raw_fd());
     let c = std::ffi::CString::new(magic).map_err(io::Error::other)?;
     // SAFETY: `c` is a valid NUL-terminated path.
@@ -31,7 +31,7 @@ fn reopen(node: &File, flags: libc::c_int) -> io::Result<OwnedFd> {
 }
 
 /// The target of the symlink an `O_PATH | O_NOFOLLOW` descriptor holds.
-fn read_link(node: &File) -> io::Result<PathBuf> {
+pub(crate) fn read_link(node: &File) -> io::Result<PathBuf> {
     let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
     // SAFETY: an empty path with an `O_PATH` symlink descriptor reads that link; `buf` is
     // valid for writes of its length.
@@ -51,7 +51,7 @@ fn read_link(node: &File) -> io::Result<PathBuf> {
 }
 
 /// Whether a vanished entry (deleted while the walk ran) is simply skipped.
-fn vanished(e: &io::Error) -> bool {
+pub(crate) fn vanished(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::NotFound
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::{Taken, WarmStats};
 use crate::engine::Engine;
-use crate::state::SandboxRecord;
+use crate::state::{SandboxRecord, StoredCheckpoint};
 use sagents_plugin_api::wire::CheckpointRef;
 
 impl Engine {
@@ -40,12 +40,13 @@ impl Engine {
 
     /// Puts the checkpoint's kept files at `dir` (which must not exist); false when the
     /// archive must be unpacked instead. The caller holds the checkpoint's lock.
-    pub(crate) async fn restore_warm(&self, ckp: &CheckpointRef, dir: &Path) -> bool {
+    pub(crate) async fn restore_warm(&self, stored: &StoredCheckpoint, dir: &Path) -> bool {
         if !self.warm.enabled() {
             return false;
         }
-        if !self.layout.archive(&ckp.checkpoint_id).exists() {
-            // A checkpoint whose archive is gone answers as it always did.
+        let ckp = &stored.checkpoint;
+        if !self.layout.checkpoint_data(stored).exists() {
+            // A checkpoint whose files are gone answers as it always did.
             self.warm.forget(&ckp.checkpoint_id);
             return false;
         }

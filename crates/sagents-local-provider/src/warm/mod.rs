@@ -160,6 +160,8 @@ impl WarmCache {
             let _ = std::fs::remove_dir(&entry);
             return false;
         }
+        // A checkpoint keeps whole seconds: a warm restore gives back what an unpack would.
+        whole_second_mtimes(&tree);
         let scanned = match scan(&tree) {
             Ok(s) if s.bytes <= self.budget => s,
             Ok(_) => return self.discard_entry(id, "larger than the whole budget"),
@@ -307,3 +309,50 @@ impl WarmCache {
 
 #[cfg(test)]
 mod tests;
+
+/// Drops the sub-second part of every mtime under `tree` (not following links). The tree is
+/// the provider's alone by now: every process of its sandbox is dead.
+fn whole_second_mtimes(tree: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let mut stack = vec![(tree.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if meta.is_dir() && depth < crate::paths::MAX_DEPTH {
+                stack.push((path.clone(), depth + 1));
+            }
+            if meta.file_type().is_symlink() || meta.mtime_nsec() == 0 {
+                continue;
+            }
+            let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+                continue;
+            };
+            let times = [
+                libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: libc::UTIME_OMIT,
+                },
+                libc::timespec {
+                    tv_sec: meta.mtime(),
+                    tv_nsec: 0,
+                },
+            ];
+            // SAFETY: `c` is a valid NUL-terminated path and `times` holds two timespecs.
+            unsafe {
+                libc::utimensat(
+                    libc::AT_FDCWD,
+                    c.as_ptr(),
+                    times.as_ptr(),
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+        }
+    }
+}
