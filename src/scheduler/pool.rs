@@ -253,7 +253,6 @@ async fn worker(shared: Arc<Shared>, n: usize, shutdown: watch::Receiver<bool>) 
         let Some(items) = shared.find_work(&holder, room, &mut wake, &shutdown).await else {
             break;
         };
-        drop(turn);
         let mut first = Some(first);
         for work in items {
             // Only the turn's holder takes slots, so the room it counted is still there.
@@ -262,6 +261,7 @@ async fn worker(shared: Arc<Shared>, n: usize, shutdown: watch::Receiver<bool>) 
                 .or_else(|| shared.slots.clone().try_acquire_owned().ok());
             running.spawn(run_holding(shared.clone(), work, slot, shutdown.clone()));
         }
+        drop(turn);
     }
     while running.join_next().await.is_some() {}
     tracing::debug!(holder = %holder, "lifecycle worker stopped");

@@ -53,7 +53,9 @@ async fn suspends_after_restores(warm: bool) {
     let h = Harness::with(move |c| c.warm_cache_mb = budget).await;
     let sbx = h.provision("p1").await;
     h.sh(&sbx, MAKE_TREE).await.unwrap();
+    let empty = stored_bytes(&h);
     let first = snapshot(&h, &sbx, "s0").await;
+    let first_wrote = stored_bytes(&h) - empty;
     let mut listings = vec![h.sh_listing(&first, "l0").await];
     let mut kept = vec![first.clone()];
     for round in 1..4 {
@@ -67,12 +69,16 @@ async fn suspends_after_restores(warm: bool) {
         )
         .await
         .unwrap();
+        let before = stored_bytes(&h);
         let next = snapshot(&h, &back, &format!("s{round}")).await;
+        let wrote = stored_bytes(&h) - before;
         assert!(
-            next.size_bytes * 20 <= first.size_bytes,
-            "round {round}: {} B written, the first wrote {} B",
-            next.size_bytes,
-            first.size_bytes
+            wrote * 20 <= first_wrote,
+            "round {round}: {wrote} B written, the first wrote {first_wrote} B"
+        );
+        assert!(
+            next.size_bytes >= first.size_bytes,
+            "the size says what the checkpoint holds, never what the host already had"
         );
         listings.push(h.sh_listing(&next, &format!("l{round}")).await);
         kept.push(next);
@@ -134,4 +140,26 @@ impl Harness {
             .unwrap();
         out.stdout
     }
+}
+
+/// The bytes of the provider's checkpoints on disk: blobs and manifests.
+fn stored_bytes(h: &Harness) -> u64 {
+    fn walk(dir: &std::path::Path) -> u64 {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| match e.metadata() {
+                        Ok(m) if m.is_dir() => walk(&e.path()),
+                        Ok(m) => m.len(),
+                        Err(_) => 0,
+                    })
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+    ["blobs", "checkpoints"]
+        .iter()
+        .map(|d| walk(&h.root.path().join(d)))
+        .sum()
 }

@@ -115,7 +115,8 @@ impl Engine {
             provider_id: self.cfg.provider_id.clone(),
             sandbox_id: rec.r#ref.sandbox_id.clone(),
             generation: rec.generation,
-            size_bytes: info.new_bytes,
+            // Not the bytes newly written: those would tell whether the host already held a file.
+            size_bytes: info.logical_bytes,
             digest: Some(info.digest),
             created_at: DateTime::from_timestamp_millis(Utc::now().timestamp_millis())
                 .unwrap_or_default(),

@@ -85,12 +85,36 @@ pub fn remember(
 }
 
 /// Every blob a manifest in the layout names.
+/// Every blob a manifest names. A manifest that cannot be read (damaged, or of a format this
+/// build does not know) fails it: no blob is swept rather than one it may need.
 fn referenced(layout: &Layout) -> io::Result<HashSet<Hash>> {
     let mut keep = HashSet::new();
     for path in manifests(layout)? {
-        keep.extend(blobs_named_by(&path)?);
+        let bytes = match super::read_manifest(&path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            other => other?,
+        };
+        let entries = super::manifest::decode(&bytes).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} cannot be read", path.display()),
+            )
+        })?;
+        keep.extend(super::manifest::blobs_of(&entries));
     }
     Ok(keep)
+}
+
+/// Sweeps `candidates` that no manifest names; with a manifest that cannot be read, none.
+fn sweep_unreferenced(layout: &Layout, candidates: &[Hash]) -> io::Result<()> {
+    match referenced(layout) {
+        Ok(keep) => layout.blobs.sweep(candidates, &keep).map(|_| ()),
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            tracing::warn!(error = %e, "no blob is swept while a manifest cannot be read");
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn manifests(layout: &Layout) -> io::Result<Vec<std::path::PathBuf>> {
@@ -114,9 +138,8 @@ pub fn delete(layout: &Layout, id: &str) -> io::Result<bool> {
     };
     let deleted = layout.remove_checkpoint(id)?;
     if !named.is_empty() {
-        let keep = referenced(layout)?;
         let candidates: Vec<Hash> = named.into_iter().collect();
-        layout.blobs.sweep(&candidates, &keep)?;
+        sweep_unreferenced(layout, &candidates)?;
     }
     Ok(deleted)
 }
@@ -134,7 +157,5 @@ pub fn clean(layout: &Layout) -> io::Result<()> {
             crate::state::remove_if_present(&path)?;
         }
     }
-    let keep = referenced(layout)?;
-    layout.blobs.sweep(&layout.blobs.all()?, &keep)?;
-    Ok(())
+    sweep_unreferenced(layout, &layout.blobs.all()?)
 }

@@ -25,8 +25,14 @@ impl Fingerprint {
         Fingerprint {
             ino: m.ino(),
             size: m.size(),
-            mtime_ns: m.mtime().saturating_mul(1_000_000_000) + m.mtime_nsec(),
-            ctime_ns: m.ctime().saturating_mul(1_000_000_000) + m.ctime_nsec(),
+            mtime_ns: m
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.mtime_nsec()),
+            ctime_ns: m
+                .ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.ctime_nsec()),
         }
     }
 

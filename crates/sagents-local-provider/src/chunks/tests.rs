@@ -393,3 +393,24 @@ fn a_start_sweeps_what_a_crash_left_and_keeps_what_checkpoints_need() {
         tree_of(src.path())
     });
 }
+
+#[test]
+fn a_manifest_that_cannot_be_read_keeps_every_blob() {
+    let host = Host::new();
+    let src = tempfile::tempdir().unwrap();
+    awkward_tree(src.path());
+    host.take(src.path(), "ckp_1", "sbx_1");
+    host.take(src.path(), "ckp_2", "sbx_2");
+    let before = host.layout.blobs.all().unwrap().len();
+    // A damaged manifest (or one of a format a later build writes) names nothing it can tell.
+    std::fs::write(host.layout.manifest("ckp_2"), b"not a manifest").unwrap();
+    assert!(delete(&host.layout, "ckp_1").unwrap());
+    assert_eq!(
+        host.layout.blobs.all().unwrap().len(),
+        before,
+        "a delete sweeps nothing"
+    );
+    let again = Layout::new(host.layout.root.as_path()).unwrap();
+    again.remove_partial_archives().unwrap();
+    assert_eq!(again.blobs.all().unwrap().len(), before, "nor does a start");
+}

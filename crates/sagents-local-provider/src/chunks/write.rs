@@ -35,6 +35,8 @@ pub struct Written {
     pub new_bytes: u64,
     /// Files whose content was read (the others were reused by fingerprint).
     pub files_read: u64,
+    /// The bytes of the files the checkpoint holds, whatever was written for them.
+    pub logical_bytes: u64,
 }
 
 /// A pack being filled: its members' bytes, hashes and sizes, and the entries they serve.
@@ -157,10 +159,18 @@ pub fn write(blobs: &Blobs, dir: &Path, out: &Path, base: Option<Base>) -> io::R
         let _ = std::fs::remove_file(&tmp);
     }
     placed?;
+    let logical_bytes = entries
+        .iter()
+        .map(|e| match e {
+            Entry::File { size, .. } => *size,
+            _ => 0,
+        })
+        .sum();
     Ok(Written {
         digest: manifest::digest(&canonical),
         new_bytes: new_bytes + packed + compressed.len() as u64,
         files_read,
+        logical_bytes,
     })
 }
 
