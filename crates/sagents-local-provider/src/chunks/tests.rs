@@ -414,3 +414,20 @@ fn a_manifest_that_cannot_be_read_keeps_every_blob() {
     again.remove_partial_archives().unwrap();
     assert_eq!(again.blobs.all().unwrap().len(), before, "nor does a start");
 }
+
+#[test]
+fn a_workspace_of_endless_long_paths_is_refused_before_it_costs_memory() {
+    let host = Host::new();
+    let src = tempfile::tempdir().unwrap();
+    let mut deep = src.path().to_path_buf();
+    for level in 0..10 {
+        deep = deep.join(format!("{level}{}", "n".repeat(200)));
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    for i in 0..40 {
+        std::fs::write(deep.join(format!("f{i}")), b"x").unwrap();
+    }
+    let err = take(&host.layout, src.path(), "ckp_1", "sbx_1").unwrap_err();
+    assert!(err.to_string().contains("paths add up"), "{err}");
+    assert!(!host.layout.manifest("ckp_1").exists());
+}

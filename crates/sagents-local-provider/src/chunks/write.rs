@@ -71,7 +71,17 @@ struct Walk<'a> {
     packs: mpsc::SyncSender<(Hash, Vec<u8>)>,
     new_bytes: u64,
     files_read: u64,
+    /// The bytes of every path (and link target) held so far: what the manifest costs in memory.
+    path_bytes: usize,
 }
+
+/// A workspace whose entries' paths and link targets add up to more cannot be checkpointed:
+/// a tenant's long names at depth would otherwise cost the provider's memory without bound.
+pub const MAX_PATH_BYTES: usize = if cfg!(test) {
+    64 * 1024
+} else {
+    256 * 1024 * 1024
+};
 
 /// Writes the checkpoint of `dir` as the manifest `out` (through `out.partial`), with the
 /// blobs it needs in `blobs`.
@@ -126,6 +136,7 @@ pub fn write(blobs: &Blobs, dir: &Path, out: &Path, base: Option<Base>) -> io::R
         packs: tx,
         new_bytes: 0,
         files_read: 0,
+        path_bytes: 0,
     };
     let walked = OpenDir::open(dir).and_then(|root| {
         walk.dir(root.fd.as_fd(), Path::new(""), 0)?;
@@ -175,6 +186,17 @@ pub fn write(blobs: &Blobs, dir: &Path, out: &Path, base: Option<Base>) -> io::R
 }
 
 impl Walk<'_> {
+    fn held(&mut self, bytes: usize) -> io::Result<()> {
+        self.path_bytes = self.path_bytes.saturating_add(bytes);
+        if self.path_bytes > MAX_PATH_BYTES {
+            return Err(io::Error::other(format!(
+                "the workspace's paths add up to more than {} MiB",
+                MAX_PATH_BYTES >> 20
+            )));
+        }
+        Ok(())
+    }
+
     fn dir(&mut self, dir: BorrowedFd<'_>, prefix: &Path, depth: usize) -> io::Result<()> {
         if depth > MAX_DEPTH {
             return Err(too_deep());
@@ -190,9 +212,11 @@ impl Walk<'_> {
             let meta = node.metadata()?;
             let kind = meta.file_type();
             let path = OsString::from(rel.as_os_str());
+            self.held(path.len())?;
             let (mode, mtime) = (meta.mode() & 0o7777, meta.mtime().max(0) as u64);
             if kind.is_symlink() {
                 let target = read_link(&node)?.into_os_string();
+                self.held(target.len())?;
                 self.entries.push(Entry::Link { path, target });
             } else if kind.is_dir() {
                 let sub = reopen(&node, libc::O_RDONLY | libc::O_DIRECTORY)?;
