@@ -134,6 +134,10 @@ fn entry(path: String, st: &libc::stat, target: Option<String>) -> Result<Entry,
             )))
         }
     };
+    // A checkpoint keeps no time before 1970: an unpack would give such a file another.
+    if st.st_mtime < 0 && kind != Kind::Symlink {
+        return Err(ScanError::Unfit(format!("`{path}` has a time before 1970")));
+    }
     Ok(Entry {
         path,
         kind,

@@ -129,7 +129,7 @@ fn a_tree_for_another_digest_is_not_used() {
 #[test]
 fn what_an_archive_would_not_give_back_as_is_is_not_kept() {
     type Odd = fn(&Path);
-    let odd: [(&str, Odd); 3] = [
+    let odd: [(&str, Odd); 4] = [
         ("a hard link", |t| {
             std::fs::hard_link(t.join("big.bin"), t.join("hl")).unwrap()
         }),
@@ -141,6 +141,14 @@ fn what_an_archive_would_not_give_back_as_is_is_not_kept() {
         ("a set-uid file", |t| {
             std::fs::set_permissions(t.join("big.bin"), std::fs::Permissions::from_mode(0o4755))
                 .unwrap()
+        }),
+        ("a time before 1970", |t| {
+            let f = std::fs::File::options()
+                .write(true)
+                .open(t.join("big.bin"))
+                .unwrap();
+            let before = std::time::UNIX_EPOCH - std::time::Duration::from_secs(86_400);
+            f.set_modified(before).unwrap();
         }),
     ];
     for (what, make) in odd {
