@@ -294,7 +294,8 @@ impl Coordinator {
                 let evidence = evidence.as_deref().unwrap_or_default();
                 tracing::info!(%evidence, "release settled by inspect");
                 let receipt = result.as_ref().ok();
-                outcome::release_confirmed_by_inspect(w.record.clone(), evidence, receipt, now)?
+                let record = outcome::with_terminal_word(w.record.clone(), &result);
+                outcome::release_confirmed_by_inspect(record, evidence, receipt, now)?
             }
             Ok(receipt) => {
                 tracing::info!(duplicate = receipt.duplicate, "release answered");

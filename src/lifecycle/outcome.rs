@@ -20,7 +20,9 @@ mod bind;
 mod broken;
 mod handles;
 pub use bind::{begin_bind, bind_failed, bind_idempotency_key, bind_succeeded, BindKind};
-pub use broken::{broken_while_resuming, is_terminal_word, BROKEN_TERMINATE_ATTEMPTS};
+pub use broken::{
+    broken_while_resuming, is_terminal_word, with_terminal_word, BROKEN_TERMINATE_ATTEMPTS,
+};
 pub use handles::{bind_mismatched, handle_is_own, handle_mismatch, HANDLE_MISMATCH};
 
 pub type OutcomeResult<T> = Result<T, ResourceTransitionError>;
@@ -326,7 +328,10 @@ pub fn release_confirmed_by_inspect(
         record.sandbox_checkpoint = None;
     }
     record.error = Some(match record.error.take() {
-        Some(mut reason) if record.release_purpose == Some(ReleasePurpose::ForcedTerminate) => {
+        Some(mut reason)
+            if record.release_purpose == Some(ReleasePurpose::ForcedTerminate)
+                || is_terminal_word(&reason) =>
+        {
             reason.message = format!("{}; released on inspect: {evidence}", reason.message);
             reason
         }

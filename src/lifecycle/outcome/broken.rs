@@ -19,6 +19,21 @@ pub fn is_terminal_word(e: &ProviderError) -> bool {
             || e.category == codes::SANDBOX_FAILURE)
 }
 
+/// The record with the provider's terminal word of `result` as its error, so a release
+/// settled by an inspect after it still says why its snapshot was lost.
+pub fn with_terminal_word<T>(
+    mut record: ExecutionResourceRecord,
+    result: &Result<T, crate::providers::client::ProviderCallError>,
+) -> ExecutionResourceRecord {
+    if let Err(e) = result {
+        let word = e.to_provider_error();
+        if is_terminal_word(&word) {
+            record.error = Some(word);
+        }
+    }
+    record
+}
+
 /// For a resuming run whose sandbox is not running: when its terminate has failed at least
 /// [`BROKEN_TERMINATE_ATTEMPTS`] times and last with the provider's terminal word, and no
 /// checkpoint could bring the run back, the run fails with that word.
@@ -83,6 +98,40 @@ mod tests {
             next.record.state,
             ResourceState::ReleaseFailed,
             "still released"
+        );
+    }
+
+    #[test]
+    fn a_release_settled_by_an_inspect_after_a_terminal_word_keeps_that_word() {
+        use crate::domain::resource::ReleasePurpose;
+        use crate::providers::client::ProviderCallError;
+        let mut r = record(ResourceState::ReleaseRequested);
+        r.disposition = Some(ReleaseDisposition::SnapshotAndTerminate);
+        r.release_purpose = Some(ReleasePurpose::Suspend);
+        let lost = ProviderCallError::Terminal {
+            status: 500,
+            error: sagents_plugin_api::wire::ProviderError {
+                code: "sandbox.lost".into(),
+                category: "sandbox_failure".into(),
+                message: "snapshot failed and the sandbox could not be resumed".into(),
+                retryable: false,
+            },
+        };
+        let result: Result<(), _> = Err(lost);
+        let settled = crate::lifecycle::outcome::release_confirmed_by_inspect(
+            with_terminal_word(r, &result),
+            "inspect reports the sandbox terminated",
+            None,
+            chrono::Utc::now(),
+        )
+        .unwrap();
+        assert!(settled.checkpoint_lost);
+        let error = settled.error.unwrap();
+        assert_eq!(error.code, "sandbox.lost", "the provider's word stays");
+        assert!(
+            error.message.contains("released on inspect"),
+            "{}",
+            error.message
         );
     }
 
