@@ -431,3 +431,30 @@ fn a_workspace_of_endless_long_paths_is_refused_before_it_costs_memory() {
     assert!(err.to_string().contains("paths add up"), "{err}");
     assert!(!host.layout.manifest("ckp_1").exists());
 }
+
+#[test]
+fn an_unchanged_file_whose_blob_went_missing_is_written_again() {
+    let host = Host::new();
+    let src = tempfile::tempdir().unwrap();
+    awkward_tree(src.path());
+    let (first, _) = host.take(src.path(), "ckp_1", "sbx_1");
+    let back = host.restore(&first, "sbx_2");
+    for blob in host.layout.blobs.all().unwrap() {
+        std::fs::remove_file(host.layout.blobs.path(&blob)).unwrap();
+    }
+    let (second, w) = host.take(back.path(), "ckp_2", "sbx_2");
+    assert!(w.files_read > 0, "nothing named that is not there");
+    let dst = tempfile::tempdir().unwrap();
+    bring_back(&host.layout, &second, dst.path()).unwrap();
+    assert_eq!(tree_of(dst.path()), tree_of(src.path()));
+}
+
+#[test]
+fn a_time_a_tenant_sets_centuries_ahead_is_fingerprinted_without_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = std::fs::File::create(dir.path().join("late")).unwrap();
+    let late = std::time::UNIX_EPOCH + std::time::Duration::new(10_000_000_000, 500_000_000);
+    f.set_modified(late).unwrap();
+    let meta = std::fs::symlink_metadata(dir.path().join("late")).unwrap();
+    assert_eq!(super::index::Fingerprint::of(&meta).mtime_ns, i64::MAX);
+}

@@ -240,48 +240,21 @@ impl Walk<'_> {
         let size = meta.len();
         let k = key(&path);
         let unchanged = self.seen.get(k.as_str()) == Some(&Fingerprint::of(meta));
-        if let Some((hash, place)) = self.base.get(&k).filter(|_| unchanged) {
-            self.entries.push(Entry::File {
-                path,
-                mode,
-                mtime,
-                size,
-                hash: *hash,
-                place: *place,
-            });
-            return Ok(());
-        }
-        self.files_read += 1;
-        let file = File::from(reopen(node, libc::O_RDONLY)?);
-        if size >= OWN_BLOB_MIN {
-            let (hash, written) = self.blobs.put_stream(file, size)?;
-            self.new_bytes += written;
-            self.entries.push(Entry::File {
-                path,
-                mode,
-                mtime,
-                size,
-                hash,
-                place: Place::Own,
-            });
-            return Ok(());
-        }
-        let mut body = Vec::with_capacity(size as usize);
-        file.take(size)
-            .chain(io::repeat(0))
-            .take(size)
-            .read_to_end(&mut body)?;
-        let hash: Hash = Sha256::digest(&body).into();
-        let place = match self.known.get(&hash) {
-            Some(place) => *place,
-            None => {
-                let offset = self.pack.data.len() as u64;
-                self.pack.data.extend_from_slice(&body);
-                self.pack.members.push((hash, size));
-                self.pack.entries.push(self.entries.len());
-                // The pack's name is known once it is closed.
-                Place::Pack([0; 32], offset)
-            }
+        let reused = self
+            .base
+            .get(&k)
+            // A blob that went missing is written again rather than named.
+            .filter(|(hash, place)| {
+                let blob = match place {
+                    Place::Own => hash,
+                    Place::Pack(pack, _) => pack,
+                };
+                unchanged && self.blobs.contains(blob)
+            })
+            .copied();
+        let (hash, place) = match reused {
+            Some(found) => found,
+            None => self.read_file(node, size)?,
         };
         self.entries.push(Entry::File {
             path,
@@ -295,6 +268,42 @@ impl Walk<'_> {
             self.flush()?;
         }
         Ok(())
+    }
+
+    /// Reads a file's content: a large one becomes a blob of its own, a small one joins the
+    /// pack being filled unless the same content is already stored.
+    fn read_file(&mut self, node: &File, size: u64) -> io::Result<(Hash, Place)> {
+        self.files_read += 1;
+        let file = File::from(reopen(node, libc::O_RDONLY)?);
+        if size >= OWN_BLOB_MIN {
+            let (hash, written) = self.blobs.put_stream(file, size)?;
+            self.new_bytes += written;
+            return Ok((hash, Place::Own));
+        }
+        let mut body = Vec::with_capacity(size as usize);
+        file.take(size)
+            .chain(io::repeat(0))
+            .take(size)
+            .read_to_end(&mut body)?;
+        let hash: Hash = Sha256::digest(&body).into();
+        let stored = self.known.get(&hash).copied().filter(|place| match place {
+            // A pack of this walk is not closed yet: it has no name and is still in hand.
+            Place::Pack(pack, _) if *pack != [0; 32] => self.blobs.contains(pack),
+            Place::Pack(..) => true,
+            Place::Own => self.blobs.contains(&hash),
+        });
+        let place = match stored {
+            Some(place) => place,
+            None => {
+                let offset = self.pack.data.len() as u64;
+                self.pack.data.extend_from_slice(&body);
+                self.pack.members.push((hash, size));
+                // The entry pushed next is this one; the pack's name is known once it is closed.
+                self.pack.entries.push(self.entries.len());
+                Place::Pack([0; 32], offset)
+            }
+        };
+        Ok((hash, place))
     }
 
     /// Closes the pack being filled: names it, points its entries at it, hands it over.
