@@ -458,3 +458,17 @@ fn a_time_a_tenant_sets_centuries_ahead_is_fingerprinted_without_overflow() {
     let meta = std::fs::symlink_metadata(dir.path().join("late")).unwrap();
     assert_eq!(super::index::Fingerprint::of(&meta).mtime_ns, i64::MAX);
 }
+
+#[test]
+fn a_tree_kept_warm_and_renamed_back_is_suspended_again_without_reading_it() {
+    let host = Host::new();
+    let src = tempfile::tempdir().unwrap();
+    awkward_tree(src.path());
+    host.take(src.path(), "ckp_1", "sbx_1");
+    // The kept tree is the checkpoint's files as they are: its fingerprints are recorded.
+    let written = super::checkpoints::fingerprints(src.path());
+    assert!(!written.is_empty());
+    remember(&host.layout, "sbx_2", "ckp_1", src.path(), written);
+    let (_, w) = host.take(src.path(), "ckp_2", "sbx_2");
+    assert_eq!(w.files_read, 0, "every file reused by its fingerprint");
+}
