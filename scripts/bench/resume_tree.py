@@ -73,8 +73,10 @@ class Trees:
 def fill(tree, sandbox_dir):
     """Copies the tree into a sandbox's folder, owned like the folder (as the sandbox's own
     writes would be)."""
+    st = os.stat(sandbox_dir)  # before the copy, whose `-a` gives the folder the tree's owner
     subprocess.run(["cp", "-a", f"{tree}/.", str(sandbox_dir)], check=True)
-    subprocess.run(["chown", "-R", f"--reference={sandbox_dir}", str(sandbox_dir)], check=True)
+    subprocess.run(["chown", "-R", f"{st.st_uid}:{st.st_gid}", str(sandbox_dir)], check=True)
+    os.chmod(sandbox_dir, st.st_mode & 0o7777)
 
 
 def unpack_floor(archive, scratch, n=1):
