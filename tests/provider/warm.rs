@@ -4,7 +4,7 @@
 //! `--warm-cache-mb 0` keeps the files of no released sandbox.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use sagents::providers::wire_spec::ReleaseDisposition as D;
@@ -104,6 +104,40 @@ async fn a_warm_restore_gives_exactly_what_the_archive_gives() {
     // A replay of the first restore's key answers the same sandbox.
     let again = h.restore(&ckp, "r1").await.unwrap();
     assert_eq!(stats(&h).hits + stats(&h).misses, 2, "{again:?}");
+}
+
+/// The owner and ctime of `path` (a chown moves the ctime, even to the same owner).
+fn owner_and_ctime(path: &Path) -> (u32, u32, i64, i64) {
+    let m = std::fs::symlink_metadata(path).unwrap();
+    (m.uid(), m.gid(), m.ctime(), m.ctime_nsec())
+}
+
+#[tokio::test]
+async fn a_warm_restore_runs_as_its_predecessors_uid_and_hands_no_file_over() {
+    let h = Harness::start().await;
+    let (ckp, _) = snapshot(&h, "p1").await;
+    let file = kept(&h, &ckp).join("tree/src/deep/er/blob.bin");
+    let as_kept = owner_and_ctime(&file);
+    assert_ne!(as_kept.0, 0, "a sandbox's files are its own uid's");
+    let back = h.restore(&ckp, "r1").await.unwrap();
+    assert_eq!(stats(&h).hits, 1);
+    let dir = sandbox_dir(&h, &back);
+    assert_eq!(
+        owner_and_ctime(&dir.join("src/deep/er/blob.bin")),
+        as_kept,
+        "the same owner, and no chown since the tree was kept"
+    );
+    let out = h.sh(&back, "echo new > made-now").await.unwrap();
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+    assert_eq!(owner_and_ctime(&dir.join("made-now")).0, as_kept.0);
+    // An unpacked restore of the same checkpoint still gets every file handed to its uid.
+    let cold = h.restore(&ckp, "r2").await.unwrap();
+    let cold_dir = sandbox_dir(&h, &cold);
+    let owner = owner_and_ctime(&cold_dir).0;
+    assert_ne!(owner, as_kept.0, "two live sandboxes never share a uid");
+    for f in ["src/main.rs", "ro/inside", "private"] {
+        assert_eq!(owner_and_ctime(&cold_dir.join(f)).0, owner, "{f}");
+    }
 }
 
 #[tokio::test]

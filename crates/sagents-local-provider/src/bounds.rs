@@ -27,18 +27,29 @@ impl Engine {
 
     /// A host uid for sandbox `id` that no other sandbox of this provider holds (the same
     /// one again for an id that has one).
-    fn allocate_uid(&self, id: &str, range: super::isolation::UidRange) -> Result<u32, ApiError> {
+    /// Sandbox `id`'s uid: the one it holds, else `preferred` when free and in `range`, else
+    /// any free one.
+    fn allocate_uid(
+        &self,
+        id: &str,
+        range: super::isolation::UidRange,
+        preferred: Option<u32>,
+    ) -> Result<u32, ApiError> {
         let mut uids = self.uids.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&uid) = uids.get(id) {
             return Ok(uid);
         }
         let taken: HashSet<u32> = uids.values().copied().collect();
-        let uid = range.pick(&taken, rand::random()).ok_or_else(|| {
-            ApiError::recoverable(
-                "sandbox.capacity",
-                format!("every sandbox uid ({range}) is in use"),
-            )
-        })?;
+        let fits = |u: &u32| (range.first..=range.last).contains(u) && !taken.contains(u);
+        let uid = preferred.filter(fits);
+        let uid = uid
+            .or_else(|| range.pick(&taken, rand::random()))
+            .ok_or_else(|| {
+                ApiError::recoverable(
+                    "sandbox.capacity",
+                    format!("every sandbox uid ({range}) is in use"),
+                )
+            })?;
         uids.insert(id.to_owned(), uid);
         Ok(uid)
     }
@@ -90,18 +101,23 @@ impl Engine {
     /// in its own control group bounded by `resources` (or the defaults), as its own host
     /// uid. Starting one blocks (bwrap's setup is waited for), so it runs off the async
     /// workers.
+    /// `owner`: the uid and gid that own every file in `dir` already, if one pair does; the
+    /// sandbox runs as that uid when it is free, and then nothing needs handing over.
     pub(super) async fn spawn_leader(
         &self,
         dir: paths::OpenDir,
         sandbox_id: &str,
         resources: &Resources,
+        owner: Option<(u32, u32)>,
     ) -> Result<Leader, ApiError> {
         let bounds = self.bounds(resources)?;
         let range = self.cfg.sandboxer.as_ref().and_then(Sandboxer::uids);
+        let preferred = owner.filter(|(u, g)| u == g).map(|(u, _)| u);
         let uid = match range {
-            Some(range) => Some(self.allocate_uid(sandbox_id, range)?),
+            Some(range) => Some(self.allocate_uid(sandbox_id, range, preferred)?),
             None => None,
         };
+        let owned = uid.is_some() && uid == preferred;
         let (id, sandboxer, cgroups) = (
             sandbox_id.to_owned(),
             self.cfg.sandboxer.clone(),
@@ -118,7 +134,7 @@ impl Engine {
                 None => Vec::new(),
             };
             let started = match sandboxer {
-                Some(sb) => sb.spawn_leader(&dir, &id, network, uid, fds),
+                Some(sb) => sb.spawn_leader(&dir, &id, network, uid, owned, fds),
                 None => process::spawn_leader(&dir.path, &id, fds),
             };
             if let (Err(_), Some(cg)) = (&started, cg) {

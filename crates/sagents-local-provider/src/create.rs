@@ -229,7 +229,7 @@ impl Engine {
         };
         self.crash_after(FaultPoint::CreateFiles)?;
         let leader = self
-            .spawn_leader(opened, &intent.sandbox_id, &req.spec.resources)
+            .spawn_leader(opened, &intent.sandbox_id, &req.spec.resources, None)
             .await?;
         self.crash_after(FaultPoint::CreateLeader)?;
         let now = Utc::now();

@@ -166,6 +166,12 @@ fn chown_tree(dir: BorrowedFd<'_>, uid: u32, gid: u32, depth: usize) -> io::Resu
     Ok(())
 }
 
+/// Mode 0700 on the sandbox's own folder.
+fn private(dir: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: fchmod(2) on an open descriptor.
+    check(unsafe { libc::fchmod(dir.as_raw_fd(), 0o700) })
+}
+
 fn same_file(fd: &OwnedFd, meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(now) = fd
@@ -252,8 +258,7 @@ impl Sandboxer {
             return Ok(());
         };
         chown_tree(dir, uid, gid, 0)?;
-        // SAFETY: fchmod(2) on an open descriptor.
-        check(unsafe { libc::fchmod(dir.as_raw_fd(), 0o700) })
+        private(dir)
     }
 
     /// bwrap over the open folder `dir`, bound at [`WORKSPACE`] by its descriptor: staged
@@ -350,10 +355,14 @@ impl Sandboxer {
         sandbox_id: &str,
         network: NetworkMode,
         user: Option<u32>,
+        owned: bool,
         cgroup: Vec<OwnedFd>,
     ) -> io::Result<Leader> {
         let user = user.filter(|_| self.uids.is_some()).map(|u| (u, u));
-        self.prepare(dir.fd.as_fd(), user)?;
+        match owned {
+            true => private(dir.fd.as_fd())?,
+            false => self.prepare(dir.fd.as_fd(), user)?,
+        }
         let (info_r, info_w) = pipe()?;
         let info_fd = info_w.as_raw_fd();
         // The monitor bwrap leaves outside the namespaces works in the sandbox's folder, so

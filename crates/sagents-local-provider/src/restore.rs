@@ -1,6 +1,7 @@
 //! `POST /v3/restores`: a new ready sandbox, one generation on, holding a checkpoint's files.
 
 use std::path::Path;
+use std::time::Instant;
 
 use chrono::Utc;
 
@@ -75,7 +76,13 @@ impl Engine {
             undone: false,
         };
         self.record_intent(&intent)?;
-        let made = self.restore_steps(req, &intent, stored, tenant_id).await;
+        let mut stages = Stages::new();
+        let made = self
+            .restore_steps(req, &intent, stored, tenant_id, &mut stages)
+            .await;
+        if made.is_ok() {
+            stages.log(&intent.sandbox_id);
+        }
         self.settle(&intent, made)
     }
 
@@ -85,32 +92,33 @@ impl Engine {
         intent: &CreateIntent,
         stored: StoredCheckpoint,
         tenant_id: String,
+        stages: &mut Stages,
     ) -> Result<(SandboxHandle, bool), ApiError> {
         let ckp = stored.checkpoint.clone();
         let dir = intent.dir.clone();
-        let written = match self.restore_warm(&stored, &dir).await {
-            true => {
-                let target = dir.clone();
-                tokio::task::spawn_blocking(move || {
-                    super::chunks::checkpoints::fingerprints(&target)
-                })
-                .await
-                .unwrap_or_default()
-            }
-            false => self.unpack_checkpoint(stored, &dir).await?,
+        let (written, owner) = match self.restore_warm(&stored, &dir).await {
+            Some(kept) => (kept.files, kept.owner),
+            None => (self.unpack_checkpoint(stored, &dir).await?, None),
         };
+        stages.files(owner.is_some());
         self.crash_after(FaultPoint::CreateFiles)?;
         let opened = OpenDir::open(&dir).map_err(|e| internal("opening the sandbox", e))?;
+        // A kept tree is its predecessor's, owned by that sandbox's uid: the same uid again
+        // needs no hand-over, so the fingerprints of the walk that checked it still hold.
         let leader = self
-            .spawn_leader(opened, &intent.sandbox_id, &req.spec.resources)
+            .spawn_leader(opened, &intent.sandbox_id, &req.spec.resources, owner)
             .await?;
         self.crash_after(FaultPoint::CreateLeader)?;
+        stages.mark(1);
+        let exact = owner.is_some() && leader.host_uid.is_none_or(|u| owner == Some((u, u)));
+        stages.handed_over = !exact;
         let (layout, sbx, target) = (self.layout.clone(), intent.sandbox_id.clone(), dir.clone());
         let ckp_id = ckp.checkpoint_id.clone();
         let _ = tokio::task::spawn_blocking(move || {
-            super::chunks::checkpoints::remember(&layout, &sbx, &ckp_id, &target, written)
+            super::chunks::checkpoints::remember(&layout, &sbx, &ckp_id, &target, written, exact)
         })
         .await;
+        stages.mark(2);
         let now = Utc::now();
         let rec = SandboxRecord {
             r#ref: SandboxRef {
@@ -137,7 +145,9 @@ impl Engine {
             releasing: None,
             forgotten: false,
         };
-        self.finish_create(rec, intent)
+        let done = self.finish_create(rec, intent);
+        stages.mark(3);
+        done
     }
 
     /// Writes the checkpoint's files into `dir` (from its blobs, or its archive for one of
@@ -174,5 +184,52 @@ impl Engine {
             }
             other => internal("restoring the files", other),
         })
+    }
+}
+
+/// How long each step of one restore took, logged once it answered: the files (a kept tree
+/// checked and moved, or a checkpoint unpacked), the sandbox's start (with every file handed
+/// to its uid, unless a kept tree's uid was free again), the fingerprints saved, the record
+/// saved.
+struct Stages {
+    last: Instant,
+    warm: bool,
+    handed_over: bool,
+    ms: [f64; 4],
+}
+
+impl Stages {
+    fn new() -> Self {
+        Stages {
+            last: Instant::now(),
+            warm: false,
+            handed_over: true,
+            ms: [0.0; 4],
+        }
+    }
+
+    fn files(&mut self, warm: bool) {
+        self.warm = warm;
+        self.mark(0);
+    }
+
+    fn mark(&mut self, i: usize) {
+        let now = Instant::now();
+        self.ms[i] = (now - self.last).as_secs_f64() * 1000.0;
+        self.last = now;
+    }
+
+    fn log(&self, sandbox_id: &str) {
+        let r = |x: f64| (x * 100.0).round() / 100.0;
+        tracing::info!(
+            %sandbox_id,
+            warm = self.warm,
+            handed_over = self.handed_over,
+            files_ms = r(self.ms[0]),
+            start_ms = r(self.ms[1]),
+            fingerprints_ms = r(self.ms[2]),
+            record_ms = r(self.ms[3]),
+            "restore stages"
+        );
     }
 }

@@ -41,44 +41,23 @@ pub fn bring_back(
 }
 
 /// Records the fingerprints of what a restore of `checkpoint_id` wrote for `sandbox_id`.
-/// The fingerprints of the regular files under `dir` (a tree that holds a checkpoint's files
-/// exactly, as a warm restore's does), by path relative to it; links are not followed.
-pub fn fingerprints(dir: &Path) -> super::read::WrittenFiles {
-    let mut out = Vec::new();
-    let mut stack = vec![(std::path::PathBuf::new(), 0usize)];
-    while let Some((rel, depth)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(dir.join(&rel)) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let path = rel.join(e.file_name());
-            let Ok(meta) = std::fs::symlink_metadata(dir.join(&path)) else {
-                continue;
-            };
-            if meta.is_dir() && depth < MAX_FINGERPRINT_DEPTH {
-                stack.push((path, depth + 1));
-            } else if meta.is_file() {
-                out.push((path.into_os_string(), Fingerprint::of(&meta)));
-            }
-        }
-    }
-    out
-}
-
-/// Deeper trees are not kept warm (their walk stops before this), so this only bounds a walk.
-const MAX_FINGERPRINT_DEPTH: usize = 512;
-
+/// `exact`: they are those of the files as they are now (nothing was handed over since they
+/// were taken), so none is taken again.
 pub fn remember(
     layout: &Layout,
     sandbox_id: &str,
     checkpoint_id: &str,
     dir: &Path,
     written: Vec<(std::ffi::OsString, Fingerprint)>,
+    exact: bool,
 ) {
     if written.is_empty() {
         return;
     }
-    let index = Index::settle(checkpoint_id, dir, written);
+    let index = match exact {
+        true => Index::exact(checkpoint_id, written),
+        false => Index::settle(checkpoint_id, dir, written),
+    };
     if let Err(e) = layout.save_index(sandbox_id, &index) {
         tracing::warn!(%sandbox_id, error = %e, "the restored files' fingerprints were not saved; the next snapshot reads every file");
     }

@@ -61,6 +61,14 @@ impl Index {
         self.files.iter().map(|(p, f)| (p.as_str(), *f)).collect()
     }
 
+    /// `written` as it is: the fingerprints of the files as they are now.
+    pub fn exact(base: &str, written: Vec<(OsString, Fingerprint)>) -> Self {
+        Index {
+            base: base.to_owned(),
+            files: written.into_iter().map(|(p, f)| (key(&p), f)).collect(),
+        }
+    }
+
     /// The fingerprints of `written` (as a restore wrote them) taken again now, after the
     /// sandbox's files were handed to its user: a file is kept only if it is still the very
     /// file written (inode, size and mtime), so its ctime is that of the hand-over.

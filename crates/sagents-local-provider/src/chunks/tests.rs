@@ -122,6 +122,7 @@ impl Host {
             &c.checkpoint.checkpoint_id,
             dst.path(),
             written,
+            false,
         );
         dst
     }
@@ -466,9 +467,27 @@ fn a_tree_kept_warm_and_renamed_back_is_suspended_again_without_reading_it() {
     awkward_tree(src.path());
     host.take(src.path(), "ckp_1", "sbx_1");
     // The kept tree is the checkpoint's files as they are: its fingerprints are recorded.
-    let written = super::checkpoints::fingerprints(src.path());
+    let written = fingerprints(src.path());
     assert!(!written.is_empty());
-    remember(&host.layout, "sbx_2", "ckp_1", src.path(), written);
+    remember(&host.layout, "sbx_2", "ckp_1", src.path(), written, true);
     let (_, w) = host.take(src.path(), "ckp_2", "sbx_2");
     assert_eq!(w.files_read, 0, "every file reused by its fingerprint");
+}
+
+/// The fingerprints of the regular files under `dir`, by path relative to it.
+fn fingerprints(dir: &Path) -> super::WrittenFiles {
+    let mut out = Vec::new();
+    let mut stack = vec![std::path::PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for e in std::fs::read_dir(dir.join(&rel)).unwrap().flatten() {
+            let path = rel.join(e.file_name());
+            let meta = std::fs::symlink_metadata(dir.join(&path)).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.is_file() {
+                out.push((path.into_os_string(), super::index::Fingerprint::of(&meta)));
+            }
+        }
+    }
+    out
 }

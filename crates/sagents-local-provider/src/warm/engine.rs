@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::{Taken, WarmStats};
+use super::{Kept, Taken, WarmStats};
 use crate::engine::Engine;
 use crate::state::{SandboxRecord, StoredCheckpoint};
 use sagents_plugin_api::wire::CheckpointRef;
@@ -38,17 +38,17 @@ impl Engine {
         }
     }
 
-    /// Puts the checkpoint's kept files at `dir` (which must not exist); false when the
+    /// Puts the checkpoint's kept files at `dir` (which must not exist); `None` when the
     /// archive must be unpacked instead. The caller holds the checkpoint's lock.
-    pub(crate) async fn restore_warm(&self, stored: &StoredCheckpoint, dir: &Path) -> bool {
+    pub(crate) async fn restore_warm(&self, stored: &StoredCheckpoint, dir: &Path) -> Option<Kept> {
         if !self.warm.enabled() {
-            return false;
+            return None;
         }
         let ckp = &stored.checkpoint;
         if !self.layout.checkpoint_data(stored).exists() {
             // A checkpoint whose files are gone answers as it always did.
             self.warm.forget(&ckp.checkpoint_id);
-            return false;
+            return None;
         }
         let (warm, id, digest, target) = (
             self.warm.clone(),
@@ -56,8 +56,10 @@ impl Engine {
             ckp.digest.clone(),
             dir.to_path_buf(),
         );
-        tokio::task::spawn_blocking(move || warm.take(&id, digest.as_deref(), &target))
-            .await
-            .is_ok_and(|t| t == Taken::Hit)
+        match tokio::task::spawn_blocking(move || warm.take(&id, digest.as_deref(), &target)).await
+        {
+            Ok(Taken::Hit(kept)) => Some(kept),
+            _ => None,
+        }
     }
 }

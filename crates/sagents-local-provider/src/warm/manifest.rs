@@ -47,11 +47,39 @@ pub struct Manifest {
     pub entries: Vec<Entry>,
 }
 
-/// A walked tree: its entries in walk order (names sorted) and its allocated bytes.
+/// A walked tree: its entries in walk order (names sorted), its allocated bytes, and the
+/// uid and gid every entry has, when they all have the same.
 #[derive(Debug)]
 pub struct Scan {
     pub entries: Vec<Entry>,
     pub bytes: u64,
+    pub owner: Option<(u32, u32)>,
+}
+
+impl Scan {
+    fn count(&mut self, st: &libc::stat) {
+        self.bytes = self.bytes.saturating_add(blocks(st));
+        if self.owner != Some((st.st_uid, st.st_gid)) {
+            self.owner = None;
+        }
+    }
+
+    /// The regular files' fingerprints, by path relative to the tree.
+    pub fn fingerprints(&self) -> crate::chunks::WrittenFiles {
+        self.entries
+            .iter()
+            .filter(|e| e.kind == Kind::File)
+            .map(|e| {
+                let fp = crate::chunks::index::Fingerprint {
+                    ino: e.ino,
+                    size: e.size,
+                    mtime_ns: e.mtime_ns,
+                    ctime_ns: e.ctime_ns,
+                };
+                (e.path.clone().into(), fp)
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -161,6 +189,7 @@ pub fn scan(dir: &Path) -> Result<Scan, ScanError> {
     let mut out = Scan {
         entries: vec![entry(String::new(), &st, None)?],
         bytes: blocks(&st),
+        owner: Some((st.st_uid, st.st_gid)),
     };
     scan_at(root.fd.as_fd(), "", 0, &mut out)?;
     Ok(out)
@@ -184,7 +213,7 @@ fn scan_at(
             p => format!("{p}/{shown}"),
         };
         let st = stat_at(dir, &name)?;
-        out.bytes = out.bytes.saturating_add(blocks(&st));
+        out.count(&st);
         let target = match st.st_mode & libc::S_IFMT {
             libc::S_IFLNK => Some(utf8(&read_link_at(dir, &name)?, "a symlink's target")?),
             _ => None,

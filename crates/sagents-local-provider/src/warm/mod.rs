@@ -43,10 +43,18 @@ pub struct WarmStats {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Taken {
     /// The tree is now at the target.
-    Hit,
+    Hit(Kept),
     Miss,
     /// The tree was dropped, for this reason.
     Fallback(String),
+}
+
+/// A tree given back: the fingerprints of its files as they are now, and the uid and gid
+/// that own every entry, when one pair does.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Kept {
+    pub files: crate::chunks::WrittenFiles,
+    pub owner: Option<(u32, u32)>,
 }
 
 #[derive(Default)]
@@ -231,28 +239,31 @@ impl WarmCache {
             return Taken::Miss;
         }
         let tree = self.entry(id).join(TREE);
-        let why = match self.read_manifest(id) {
-            None => Some("the manifest is missing or unreadable".to_owned()),
+        let checked = match self.read_manifest(id) {
+            None => Err("the manifest is missing or unreadable".to_owned()),
             Some(m) if m.digest.as_deref() != digest => {
-                Some("the checkpoint's digest changed".to_owned())
+                Err("the checkpoint's digest changed".to_owned())
             }
             Some(m) => match scan(&tree) {
                 Ok(now) if now.entries == m.entries => std::fs::rename(&tree, target)
-                    .err()
-                    .map(|e| format!("moving the tree: {e}")),
-                Ok(_) => Some("the tree changed since it was kept".to_owned()),
-                Err(ScanError::Unfit(w)) => Some(w),
-                Err(ScanError::Io(e)) => Some(format!("walking the tree: {e}")),
+                    .map(|()| now)
+                    .map_err(|e| format!("moving the tree: {e}")),
+                Ok(_) => Err("the tree changed since it was kept".to_owned()),
+                Err(ScanError::Unfit(w)) => Err(w),
+                Err(ScanError::Io(e)) => Err(format!("walking the tree: {e}")),
             },
         };
-        match why {
-            None => {
+        match checked {
+            Ok(now) => {
                 let _ = std::fs::remove_dir_all(self.entry(id));
                 let n = self.hits.fetch_add(1, Relaxed) + 1;
                 tracing::info!(checkpoint_id = %id, hits = n, "warm cache: restored from the kept tree");
-                Taken::Hit
+                Taken::Hit(Kept {
+                    files: now.fingerprints(),
+                    owner: now.owner,
+                })
             }
-            Some(why) => {
+            Err(why) => {
                 let n = self.fallbacks.fetch_add(1, Relaxed) + 1;
                 tracing::info!(checkpoint_id = %id, fallbacks = n, %why, "warm cache: the kept tree does not match, unpacking the archive");
                 self.discard(id);
