@@ -17,13 +17,14 @@ use std::time::{Duration, Instant};
 
 use sagents_text_enum::text_enum;
 
+mod ready;
 mod stage;
 mod uids;
 
 pub use uids::{BadUidRange, UidRange, DEFAULT_SANDBOX_UIDS};
 
 use super::paths::{self, OpenDir};
-use super::process::{self, start_time, system_program, Leader, SAFE_PATH, SANDBOX_TAG};
+use super::process::{start_time, system_program, Leader, SAFE_PATH, SANDBOX_TAG};
 use super::seccomp::Filter;
 use sagents_plugin_api::spec::NetworkMode;
 
@@ -65,7 +66,9 @@ struct Helpers {
     nsenter: PathBuf,
     setpriv: PathBuf,
     env: PathBuf,
-    /// The leader inside the sandbox, where the host's system folders are bound read-only.
+    /// The leader inside the sandbox, where the host's system folders are bound read-only:
+    /// a shell that signals the sandbox is set up, then `sleep`.
+    sh: PathBuf,
     sleep: PathBuf,
 }
 
@@ -77,6 +80,7 @@ impl Helpers {
             nsenter: find("nsenter")?,
             setpriv: find("setpriv")?,
             env: find("env")?,
+            sh: find("sh")?,
             sleep: find("sleep")?,
         })
     }
@@ -345,8 +349,8 @@ impl Sandboxer {
         Ok(cmd)
     }
 
-    /// Starts the sandbox's leader: `sleep infinity` as the first process of its namespaces,
-    /// as host uid `user` (when the provider runs as root), in the control groups whose
+    /// Starts the sandbox's leader: `sleep infinity` (after a shell that says the sandbox is
+    /// set up, [`ready`]) as the first process of its namespaces, as host uid `user` (when the provider runs as root), in the control groups whose
     /// `cgroup.procs` are `cgroup`. The leader recorded is the namespace's init, whose death
     /// ends every process in it.
     pub fn spawn_leader(
@@ -365,27 +369,32 @@ impl Sandboxer {
         }
         let (info_r, info_w) = pipe()?;
         let info_fd = info_w.as_raw_fd();
+        let (ready_r, ready_w) = pipe()?;
+        let signal = ready::Signal::new(ready_w, &[info_fd, dir.fd.as_raw_fd()])?;
+        let (ready_fd, ready_target) = signal.raw();
         // The monitor bwrap leaves outside the namespaces works in the sandbox's folder, so
         // the host sees whose it is.
         let mut cmd = self.bwrap(dir.fd.as_fd(), network, user, cgroup)?;
         cmd.args(["--setenv", SANDBOX_TAG, sandbox_id, "--info-fd"])
             .arg(info_fd.to_string())
             .arg("--")
-            .arg(&self.helpers.sleep)
-            .arg("infinity")
+            .args(signal.leader_argv(&self.helpers.sh, &self.helpers.sleep))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        // SAFETY: fcntl(2) and prctl(2) are async-signal-safe.
+        // SAFETY: fcntl(2), dup2(2) and prctl(2) are async-signal-safe; the ready signal's
+        // target is neither descriptor bwrap is told of.
         unsafe {
             cmd.pre_exec(move || {
                 if libc::fcntl(info_fd, libc::F_SETFD, 0) != 0 {
                     return Err(io::Error::last_os_error());
                 }
+                ready::install(ready_fd, ready_target)?;
                 no_new_privs()
             });
         }
         let mut child = cmd.spawn()?;
         drop(info_w);
+        drop(signal);
         let info = match read_info(&info_r, Duration::from_secs(10)) {
             Ok(info) => info,
             Err(e) => {
@@ -400,7 +409,7 @@ impl Sandboxer {
         let pid_ns = info["pid-namespace"].as_u64();
         let start_time =
             start_time(pid).ok_or_else(|| io::Error::other("the sandbox leader exited at once"))?;
-        if let Err(e) = wait_for_setup(pid, sandbox_id, Duration::from_secs(10)) {
+        if let Err(e) = ready::wait(&ready_r, Duration::from_secs(10)) {
             let _ = child.start_kill();
             return Err(e);
         }
@@ -452,23 +461,6 @@ impl Sandboxer {
             .args(argv);
         cmd
     }
-}
-
-/// Waits until the init's child runs `sleep` under the sandbox's tag: bwrap starts it only once
-/// the mounts are in place, so a command entering the namespaces from then on sees the
-/// finished sandbox.
-fn wait_for_setup(init: i32, sandbox_id: &str, limit: Duration) -> io::Result<()> {
-    process::wait_until_tagged(sandbox_id, limit, || {
-        start_time(init)?;
-        let children = std::fs::read_to_string(format!("/proc/{init}/task/{init}/children"))
-            .unwrap_or_default();
-        Some(
-            children
-                .split_whitespace()
-                .filter_map(|c| c.parse().ok())
-                .collect(),
-        )
-    })
 }
 
 /// Sets `no_new_privs` on the calling process; async-signal-safe.
