@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use sagents_text_enum::text_enum;
 
 mod ready;
+mod spawn;
 mod stage;
 mod uids;
 
@@ -230,9 +231,12 @@ impl Sandboxer {
         user: Option<(u32, u32)>,
         under: &Path,
     ) -> Result<(), Unavailable> {
-        let out = self
+        let (mut cmd, setup) = self
             .bwrap(opened.fd.as_fd(), NetworkMode::None, user, Vec::new())
-            .map_err(|e| Unavailable(e.to_string()))?
+            .map_err(|e| Unavailable(e.to_string()))?;
+        // SAFETY: the setup runs only async-signal-safe calls.
+        unsafe { cmd.pre_exec(move || setup.apply()) };
+        let out = cmd
             .args(["--", "true"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -270,13 +274,14 @@ impl Sandboxer {
     /// resolves the descriptor's path and dies unless what it mounted is that folder. It runs
     /// as `user`, in the control groups whose `cgroup.procs` are `cgroup` (joined first, while
     /// the child still has the provider's ids). The host-side monitor works in the folder too.
+    /// The child runs the returned [`spawn::Setup`] before it execs.
     fn bwrap(
         &self,
         dir: BorrowedFd<'_>,
         network: NetworkMode,
         user: Option<(u32, u32)>,
         cgroup: Vec<OwnedFd>,
-    ) -> io::Result<tokio::process::Command> {
+    ) -> io::Result<(tokio::process::Command, spawn::Setup)> {
         let mut cmd = tokio::process::Command::new(&self.helpers.bwrap);
         cmd.args([
             "--unshare-user",
@@ -329,24 +334,13 @@ impl Sandboxer {
         .env("PATH", SAFE_PATH)
         .stdin(Stdio::null())
         .kill_on_drop(false);
-        if let (None, Some((uid, gid))) = (&plan, user) {
-            cmd.uid(uid).gid(gid);
-        }
-        // SAFETY: write(2), fcntl(2), fchdir(2) and the plan's calls are async-signal-safe;
-        // the parent keeps `dir` open until the child has started. With a plan the ids change
-        // in it, and the descriptor stays close-on-exec: a sandbox process holding it could
-        // climb out.
-        unsafe {
-            cmd.pre_exec(move || {
-                super::cgroup::join(&cgroup)?;
-                match &plan {
-                    Some(plan) => plan.apply()?,
-                    None => check(libc::fcntl(dir_fd, libc::F_SETFD, 0))?,
-                }
-                check(libc::fchdir(dir_fd))
-            });
-        }
-        Ok(cmd)
+        let setup = spawn::Setup {
+            cgroup,
+            ids: user.filter(|_| plan.is_none()),
+            plan,
+            dir_fd,
+        };
+        Ok((cmd, setup))
     }
 
     /// Starts the sandbox's leader: `sleep infinity` (after a shell that says the sandbox is
@@ -374,31 +368,26 @@ impl Sandboxer {
         let (ready_fd, ready_target) = signal.raw();
         // The monitor bwrap leaves outside the namespaces works in the sandbox's folder, so
         // the host sees whose it is.
-        let mut cmd = self.bwrap(dir.fd.as_fd(), network, user, cgroup)?;
+        let (mut cmd, setup) = self.bwrap(dir.fd.as_fd(), network, user, cgroup)?;
         cmd.args(["--setenv", SANDBOX_TAG, sandbox_id, "--info-fd"])
             .arg(info_fd.to_string())
             .arg("--")
-            .args(signal.leader_argv(&self.helpers.sh, &self.helpers.sleep))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        // SAFETY: fcntl(2), dup2(2) and prctl(2) are async-signal-safe; the ready signal's
-        // target is neither descriptor bwrap is told of.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::fcntl(info_fd, libc::F_SETFD, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                ready::install(ready_fd, ready_target)?;
-                no_new_privs()
-            });
-        }
-        let mut child = cmd.spawn()?;
+            .args(signal.leader_argv(&self.helpers.sh, &self.helpers.sleep));
+        // The ready signal's target is neither descriptor bwrap is told of.
+        let child = spawn::spawn(cmd.as_std(), &|| {
+            setup.apply()?;
+            // SAFETY: fcntl(2) on the info pipe's write end, open until the child has started.
+            check(unsafe { libc::fcntl(info_fd, libc::F_SETFD, 0) })?;
+            ready::install(ready_fd, ready_target)?;
+            no_new_privs()
+        })?;
         drop(info_w);
         drop(signal);
         let info = match read_info(&info_r, Duration::from_secs(10)) {
             Ok(info) => info,
             Err(e) => {
-                let _ = child.start_kill();
+                child.kill();
+                child.reap_when_done();
                 return Err(e);
             }
         };
@@ -409,13 +398,12 @@ impl Sandboxer {
         let pid_ns = info["pid-namespace"].as_u64();
         let start_time =
             start_time(pid).ok_or_else(|| io::Error::other("the sandbox leader exited at once"))?;
-        if let Err(e) = ready::wait(&ready_r, Duration::from_secs(10)) {
-            let _ = child.start_kill();
-            return Err(e);
+        let ready = ready::wait(&ready_r, Duration::from_secs(10));
+        if ready.is_err() {
+            child.kill();
         }
-        tokio::spawn(async move {
-            let _ = child.wait().await;
-        });
+        child.reap_when_done();
+        ready?;
         Ok(Leader {
             pid,
             start_time,

@@ -101,9 +101,27 @@ impl Plan {
                 return Err(io::Error::last_os_error());
             }
             libc::close(tree as libc::c_int);
-            check(libc::setgroups(0, std::ptr::null()))?;
-            check(libc::setgid(self.gid))?;
-            check(libc::setuid(self.uid))
         }
+        set_ids(self.uid, self.gid)
+    }
+}
+
+/// No supplementary groups, then `gid`, then `uid`, for the calling task only: raw syscalls,
+/// since glibc's wrappers change every thread of the process, and a child that shares its
+/// parent's memory (see `spawn`) would change the parent's.
+pub(super) fn set_ids(uid: u32, gid: u32) -> io::Result<()> {
+    let raw = |rc: libc::c_long| match rc {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    };
+    // SAFETY: syscalls taking only integers and a null list.
+    unsafe {
+        raw(libc::syscall(
+            libc::SYS_setgroups,
+            0,
+            std::ptr::null::<libc::gid_t>(),
+        ))?;
+        raw(libc::syscall(libc::SYS_setresgid, gid, gid, gid))?;
+        raw(libc::syscall(libc::SYS_setresuid, uid, uid, uid))
     }
 }
