@@ -13,7 +13,7 @@ use super::error::ApiError;
 use super::faults::FaultPoint;
 use super::paths::{self, OpenDir};
 use super::process;
-use super::state::{fingerprint, CreateIntent, SandboxRecord, StoredRequest};
+use super::state::{fingerprint, CreateIntent, Layout, SandboxRecord, StoredRequest};
 use super::undo::undo;
 use sagents_plugin_api::spec::WorkspaceMode;
 use sagents_plugin_api::wire::{ProvisionRequest, SandboxHandle, SandboxRef, SandboxState};
@@ -91,11 +91,25 @@ impl Engine {
         }
     }
 
-    pub(super) fn record_intent(&self, intent: &CreateIntent) -> Result<(), ApiError> {
-        self.layout
-            .save_intent(intent)
-            .map_err(|e| internal("recording the creation", e))?;
+    pub(super) async fn record_intent(&self, intent: &CreateIntent) -> Result<(), ApiError> {
+        let i = intent.clone();
+        self.on_disk("recording the creation", move |l| l.save_intent(&i))
+            .await?;
         self.crash_after(FaultPoint::CreateIntent)
+    }
+
+    /// Runs `f` on the layout on a blocking thread: its writes wait for the disk (fsync),
+    /// which would hold one of the few threads every request is served on.
+    pub(super) async fn on_disk<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&Layout) -> std::io::Result<T> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let layout = self.layout.clone();
+        tokio::task::spawn_blocking(move || f(&layout))
+            .await
+            .map_err(|e| internal(what, std::io::Error::other(e)))?
+            .map_err(|e| internal(what, e))
     }
 
     pub(super) fn crash_after(&self, step: FaultPoint) -> Result<(), ApiError> {
@@ -208,7 +222,7 @@ impl Engine {
             dir,
             undone: false,
         };
-        self.record_intent(&intent)?;
+        self.record_intent(&intent).await?;
         let made = self.provision_steps(req, &intent, opened).await;
         self.settle(&intent, made)
     }
@@ -258,33 +272,41 @@ impl Engine {
             releasing: None,
             forgotten: false,
         };
-        self.finish_create(rec, intent)
+        self.finish_create(rec, intent).await
     }
 
     /// Saves the sandbox, then the key's answer, then drops the intent.
-    pub(super) fn finish_create(
+    pub(super) async fn finish_create(
         &self,
         rec: SandboxRecord,
         intent: &CreateIntent,
     ) -> Result<(SandboxHandle, bool), ApiError> {
-        self.save(&rec)?;
+        self.may_save(&rec)?;
+        let saved = rec.clone();
+        self.on_disk("saving the sandbox state", move |l| l.save_sandbox(&saved))
+            .await?;
         self.crash_after(FaultPoint::CreateState)?;
         let mut stored = self.handle_of(&rec);
         stored.grant = None;
-        self.layout
-            .save_request(
-                &intent.scope,
-                &intent.key,
-                &StoredRequest {
-                    fingerprint: intent.fingerprint.clone(),
-                    handle: stored,
-                },
-            )
-            .map_err(|e| internal("saving the idempotency record", e))?;
+        let (scope, key) = (intent.scope.clone(), intent.key.clone());
+        let request = StoredRequest {
+            fingerprint: intent.fingerprint.clone(),
+            handle: stored,
+        };
+        self.on_disk("saving the idempotency record", move |l| {
+            l.save_request(&scope, &key, &request)
+        })
+        .await?;
         let handle = self.handle_of(&rec);
         self.insert(rec);
         self.crash_after(FaultPoint::CreateRecord)?;
-        if let Err(e) = self.layout.remove_intent(&intent.scope, &intent.key) {
+        let (scope, key) = (intent.scope.clone(), intent.key.clone());
+        let removed = self
+            .on_disk("removing the intent", move |l| {
+                l.remove_intent(&scope, &key)
+            })
+            .await;
+        if let Err(e) = removed {
             tracing::warn!(sandbox_id = %intent.sandbox_id, error = %e, "could not remove a finished creation's intent");
         }
         Ok((handle, true))

@@ -362,6 +362,14 @@ impl Engine {
     }
 
     pub(super) fn save(&self, rec: &SandboxRecord) -> Result<(), ApiError> {
+        self.may_save(rec)?;
+        self.layout
+            .save_sandbox(rec)
+            .map_err(|e| internal("saving the sandbox state", e))
+    }
+
+    /// Whether `rec` may be saved: not once forgotten, nor when a fault says the disk is full.
+    pub(super) fn may_save(&self, rec: &SandboxRecord) -> Result<(), ApiError> {
         if rec.forgotten {
             return Err(ApiError::not_found("sandbox", &rec.r#ref.sandbox_id));
         }
@@ -371,9 +379,7 @@ impl Engine {
                 "no space left on device (injected fault)",
             ));
         }
-        self.layout
-            .save_sandbox(rec)
-            .map_err(|e| internal("saving the sandbox state", e))
+        Ok(())
     }
 
     /// The `{ref, state, revision}` answer, with a fresh grant while the sandbox is ready and

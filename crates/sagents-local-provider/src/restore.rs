@@ -75,7 +75,7 @@ impl Engine {
             workspace_mode: WorkspaceMode::Isolated,
             undone: false,
         };
-        self.record_intent(&intent)?;
+        self.record_intent(&intent).await?;
         let mut stages = Stages::new();
         let made = self
             .restore_steps(req, &intent, stored, tenant_id, &mut stages)
@@ -145,7 +145,7 @@ impl Engine {
             releasing: None,
             forgotten: false,
         };
-        let done = self.finish_create(rec, intent);
+        let done = self.finish_create(rec, intent).await;
         stages.mark(3);
         done
     }
