@@ -102,15 +102,7 @@ fn read_info(fd: &OwnedFd, limit: Duration) -> io::Result<serde_json::Value> {
     let deadline = Instant::now() + limit;
     let mut data = Vec::new();
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let mut pfd = libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis() as libc::c_int) };
-        if n <= 0 {
+        if !ready::readable_by(fd, deadline) {
             return Err(io::Error::other("bwrap did not report its sandbox in time"));
         }
         let mut buf = [0u8; 1024];

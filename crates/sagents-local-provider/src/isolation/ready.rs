@@ -57,11 +57,25 @@ pub(super) fn install(fd: i32, target: i32) -> io::Result<()> {
 
 /// Waits at most `limit` for the leader's byte on `read`.
 pub(super) fn wait(read: &OwnedFd, limit: Duration) -> io::Result<()> {
-    let deadline = Instant::now() + limit;
+    if !readable_by(read, Instant::now() + limit) {
+        return Err(io::Error::other("the sandbox was not set up in time"));
+    }
+    let mut byte = [0u8; 1];
+    // SAFETY: `byte` is valid for one byte.
+    match unsafe { libc::read(read.as_raw_fd(), byte.as_mut_ptr().cast(), 1) } {
+        1 => Ok(()),
+        _ => Err(io::Error::other(
+            "the sandbox exited while it was being set up",
+        )),
+    }
+}
+
+/// Whether `fd` has something to read (or its writers are gone) before `deadline`.
+pub(super) fn readable_by(fd: &OwnedFd, deadline: Instant) -> bool {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let mut pfd = libc::pollfd {
-            fd: read.as_raw_fd(),
+            fd: fd.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
@@ -70,17 +84,6 @@ pub(super) fn wait(read: &OwnedFd, limit: Duration) -> io::Result<()> {
         if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
             continue;
         }
-        if n <= 0 {
-            return Err(io::Error::other("the sandbox was not set up in time"));
-        }
-        let mut byte = [0u8; 1];
-        // SAFETY: `byte` is valid for one byte.
-        let got = unsafe { libc::read(read.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
-        return match got {
-            1 => Ok(()),
-            _ => Err(io::Error::other(
-                "the sandbox exited while it was being set up",
-            )),
-        };
+        return n > 0;
     }
 }
