@@ -34,6 +34,13 @@ async fn postgres_pool(url: &str, connections: u32) -> StoreResult<sqlx::AnyPool
         .await?)
 }
 
+/// A local file's connections need no recycling, so its pools run no maintenance task: that
+/// task's sweep of idle connections can spin without yielding when it reads the idle count
+/// in the middle of a release, and then holds a thread (and a runtime's shutdown) for good.
+fn sqlite_pool_options() -> AnyPoolOptions {
+    AnyPoolOptions::new().idle_timeout(None).max_lifetime(None)
+}
+
 impl Store {
     /// Opens the pools for `url` (`sqlite://path` — the file and its folder are created if
     /// missing, WAL, synchronous=NORMAL, busy_timeout, foreign keys — or `postgres://…`).
@@ -51,12 +58,12 @@ impl Store {
                 create_private(&path, url.contains("mode=rwc"))
                     .await
                     .map_err(|e| StoreError::Unavailable(format!("{}: {e}", path.display())))?;
-                let write = AnyPoolOptions::new()
+                let write = sqlite_pool_options()
                     .max_connections(1)
                     .after_connect(|conn, _| Box::pin(sqlite_writer_pragmas(conn)))
                     .connect(&url)
                     .await?;
-                let read = AnyPoolOptions::new()
+                let read = sqlite_pool_options()
                     .max_connections(SQLITE_READERS)
                     .after_connect(|conn, _| Box::pin(sqlite_reader_pragmas(conn)))
                     .connect(&url)
