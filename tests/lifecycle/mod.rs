@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use chrono::{Duration, Utc};
-use sagents::clock::ManualClock;
+use chrono::{DateTime, Duration, Utc};
+use sagents::clock::{Clock, ManualClock};
 use sagents::domain::claim::Claim;
 use sagents::domain::commands::{
     CreateRun, CreateSession, NewCheckpoint, NewInteraction, ReplyInteraction, SuspendRun,
@@ -120,6 +120,27 @@ pub async fn lx(backend: Backend) -> Lx {
 }
 
 pub async fn lx_with_faults(backend: Backend, faults: &str) -> Lx {
+    lx_on(backend, faults, false).await
+}
+
+/// A clock that moves on by a millisecond every time it is read, as a busy machine's does
+/// between two reads: nothing may depend on two reads giving the same time.
+struct Ticking(ManualClock);
+
+impl Clock for Ticking {
+    fn now(&self) -> DateTime<Utc> {
+        let now = self.0.now();
+        self.0.advance(Duration::milliseconds(1));
+        now
+    }
+}
+
+/// [`lx_with_faults`] on a clock that moves on by a millisecond at every read.
+pub async fn lx_ticking(backend: Backend, faults: &str) -> Lx {
+    lx_on(backend, faults, true).await
+}
+
+async fn lx_on(backend: Backend, faults: &str, ticking: bool) -> Lx {
     let faults = faults.to_string();
     let provider = Harness::with(move |c| {
         c.token = Some(PROVIDER_TOKEN.into());
@@ -129,7 +150,11 @@ pub async fn lx_with_faults(backend: Backend, faults: &str) -> Lx {
     })
     .await;
     let clock = ManualClock::new(Utc::now());
-    let (store, db) = db::store(backend, Arc::new(clock.clone())).await;
+    let source: Arc<dyn Clock> = match ticking {
+        true => Arc::new(Ticking(clock.clone())),
+        false => Arc::new(clock.clone()),
+    };
+    let (store, db) = db::store(backend, source).await;
     register(&store, &provider).await;
     Lx {
         clock,
