@@ -436,7 +436,12 @@ impl Coordinator {
     ) -> Result<(), CoordinatorError> {
         let fails = matches!(effect, RunEffect::Fail { .. }) && !w.run.state.is_terminal();
         let run_state = if fails { RunState::Failed } else { w.run.state };
-        record.due_at = plan::due_at(&record, &w.plan(&record, run_state), self.now());
+        // Due "now" means by the time `commit` decides whether to go on.
+        let now = match last {
+            Last::Unless(now) => now,
+            Last::Yes | Last::No => self.now(),
+        };
+        record.due_at = plan::due_at(&record, &w.plan(&record, run_state), now);
         let last = effect == RunEffect::None
             && match last {
                 Last::Yes => true,

@@ -15,7 +15,10 @@ use super::*;
 use crate::on_both_backends;
 use crate::provider::{exec_req, proc_state, GRANT_SECRET};
 
-on_both_backends!(an_isolated_run_is_released_on_suspend_and_restored_on_resume);
+on_both_backends!(
+    an_isolated_run_is_released_on_suspend_and_restored_on_resume,
+    a_release_finished_for_a_reply_goes_on_to_the_restore_in_the_same_work
+);
 
 /// Runs `script` in the claimed sandbox with a grant for its generation.
 async fn sh(lx: &Lx, claim: &Claim, script: &str) -> String {
@@ -175,4 +178,32 @@ async fn an_isolated_run_is_released_on_suspend_and_restored_on_resume(backend: 
         SandboxState::Terminated
     );
     assert_eq!(lx.drain().await, 0);
+}
+
+async fn a_release_finished_for_a_reply_goes_on_to_the_restore_in_the_same_work(backend: Backend) {
+    // The provider snapshots and terminates, then the answer is lost.
+    let lx = lx_ticking(backend, "release=drop:times=1").await;
+    let s = lx.session().await;
+    let run = lx.isolated_run(&s).await;
+    assert_eq!(lx.drain().await, 1);
+    let claim = lx.claim_one().await;
+    lx.suspend(&claim, SuspensionReason::ApprovalRequired, 1)
+        .await;
+    assert_eq!(lx.drain().await, 1);
+    assert_eq!(lx.record(&run.id).await.state, ResourceState::ReleaseFailed);
+
+    let snapshot = lx.store().snapshot(Some(TENANT), &s.id).await.unwrap();
+    let pending = &snapshot.pending_interactions[0];
+    lx.store()
+        .reply_interaction(Some(TENANT), &s.id, &pending.id, &super::approve(), "alice")
+        .await
+        .unwrap();
+    assert_eq!(lx.main.pool.run_once().await, 1);
+    let record = lx.record(&run.id).await;
+    assert_eq!(
+        record.state,
+        ResourceState::Active,
+        "the release's retry and the restore in one claim: {record:?}"
+    );
+    assert_eq!(record.generation, 2);
 }

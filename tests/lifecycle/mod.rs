@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use chrono::{Duration, Utc};
-use sagents::clock::ManualClock;
+use chrono::{DateTime, Duration, Utc};
+use sagents::clock::{Clock, ManualClock};
 use sagents::domain::claim::Claim;
 use sagents::domain::commands::{
     CreateRun, CreateSession, NewCheckpoint, NewInteraction, ReplyInteraction, SuspendRun,
@@ -15,9 +15,11 @@ use sagents::domain::run::Run;
 use sagents::domain::sandbox::{ResolvedSandboxSpec, WorkspaceMode};
 use sagents::domain::session::Session;
 use sagents::domain::RunId;
+use sagents::lifecycle::clients::ProviderClients;
 use sagents::lifecycle::coordinator::Coordinator;
 use sagents::metrics::Metrics;
 use sagents::notify::ChangeHub;
+use sagents::providers::client::ClientConfig;
 use sagents::scheduler::{PoolConfig, WorkerPool};
 use sagents::store::{Backend, Store};
 use serde_json::json;
@@ -47,6 +49,7 @@ mod refusals;
 mod replicas;
 mod resume_faults;
 mod resume_wakeups;
+mod timeouts;
 mod unconfirmed;
 
 pub const TENANT: &str = "acme";
@@ -83,6 +86,17 @@ pub struct Replica {
 impl Replica {
     pub fn new(store: Store, name: &str) -> Self {
         let coordinator = Arc::new(Coordinator::new(store.clone(), name));
+        Self::with_coordinator(store, name, coordinator)
+    }
+
+    /// A replica whose provider clients are built with `config` (e.g. its timeouts).
+    pub fn with_clients(store: Store, name: &str, config: ClientConfig) -> Self {
+        let clients = Arc::new(ProviderClients::with_config(store.clone(), config));
+        let coordinator = Arc::new(Coordinator::with_clients(store.clone(), name, clients));
+        Self::with_coordinator(store, name, coordinator)
+    }
+
+    fn with_coordinator(store: Store, name: &str, coordinator: Arc<Coordinator>) -> Self {
         let (stop, shutdown) = watch::channel(false);
         let config = PoolConfig::new(name, 0, std::time::Duration::from_secs(TTL_SECONDS));
         let pool = WorkerPool::start(coordinator.clone(), store.clone(), config, shutdown);
@@ -120,6 +134,27 @@ pub async fn lx(backend: Backend) -> Lx {
 }
 
 pub async fn lx_with_faults(backend: Backend, faults: &str) -> Lx {
+    lx_on(backend, faults, false).await
+}
+
+/// A clock that moves on by a millisecond every time it is read, as a busy machine's does
+/// between two reads: nothing may depend on two reads giving the same time.
+struct Ticking(ManualClock);
+
+impl Clock for Ticking {
+    fn now(&self) -> DateTime<Utc> {
+        let now = self.0.now();
+        self.0.advance(Duration::milliseconds(1));
+        now
+    }
+}
+
+/// [`lx_with_faults`] on a clock that moves on by a millisecond at every read.
+pub async fn lx_ticking(backend: Backend, faults: &str) -> Lx {
+    lx_on(backend, faults, true).await
+}
+
+async fn lx_on(backend: Backend, faults: &str, ticking: bool) -> Lx {
     let faults = faults.to_string();
     let provider = Harness::with(move |c| {
         c.token = Some(PROVIDER_TOKEN.into());
@@ -129,7 +164,11 @@ pub async fn lx_with_faults(backend: Backend, faults: &str) -> Lx {
     })
     .await;
     let clock = ManualClock::new(Utc::now());
-    let (store, db) = db::store(backend, Arc::new(clock.clone())).await;
+    let source: Arc<dyn Clock> = match ticking {
+        true => Arc::new(Ticking(clock.clone())),
+        false => Arc::new(clock.clone()),
+    };
+    let (store, db) = db::store(backend, source).await;
     register(&store, &provider).await;
     Lx {
         clock,
@@ -140,11 +179,16 @@ pub async fn lx_with_faults(backend: Backend, faults: &str) -> Lx {
 }
 
 pub async fn register(store: &Store, provider: &Harness) {
+    register_at(store, provider, &provider.base_url()).await;
+}
+
+/// Registers `provider` as reached at `base_url` (e.g. through a proxy).
+pub async fn register_at(store: &Store, provider: &Harness, base_url: &str) {
     let caps = provider.provider.as_ref().unwrap().engine().capabilities();
     store
         .upsert_provider(
             "local",
-            &provider.base_url(),
+            base_url,
             PROVIDER_TOKEN,
             &serde_json::to_value(caps).unwrap(),
         )

@@ -35,6 +35,37 @@ fn a_resuming_release_retries_on_the_resume_cadence_whatever_it_counted_before()
 }
 
 #[test]
+fn a_call_that_timed_out_while_a_human_waits_is_asked_again_after_the_first_wait() {
+    let timeout = ProviderCallError::Uncertain {
+        kind: UncertainKind::Timeout,
+        message: "slow".into(),
+    };
+    let (mut r, _, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    r.retry_count = 5;
+    let resume = Cadence::Resume {
+        since: t - Duration::seconds(8),
+    };
+    let streak = release_failed(r.clone(), &recoverable(), t, 0.0, resume).unwrap();
+    assert_eq!(streak.next_retry_at, Some(t + Duration::seconds(5)));
+    let failed = release_failed(r.clone(), &timeout, t, 0.0, resume).unwrap();
+    assert_eq!(failed.retry_count, 6, "an attempt is an attempt");
+    assert_eq!(failed.next_retry_at, Some(t + Duration::milliseconds(250)));
+    let mut restore = record(ResourceState::RestoreRequested);
+    restore.retry_count = 5;
+    let bound = bind_failed(restore, BindKind::Restore, &timeout, t, 0.0, resume).unwrap();
+    assert_eq!(
+        bound.record.next_retry_at,
+        Some(t + Duration::milliseconds(250))
+    );
+    let nobody = release_failed(r, &timeout, t, 0.0, Cadence::Release).unwrap();
+    assert_eq!(
+        nobody.next_retry_at,
+        Some(t + Duration::seconds(32)),
+        "nobody waits: the release backoff"
+    );
+}
+
+#[test]
 fn a_release_in_progress_keeps_its_state_and_counts_no_attempt() {
     let (r, _, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
     let waiting =
