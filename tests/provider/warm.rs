@@ -143,7 +143,7 @@ async fn a_warm_restore_runs_as_its_predecessors_uid_and_hands_no_file_over() {
 #[tokio::test]
 async fn a_changed_kept_tree_falls_back_to_the_archive_and_restores_exactly() {
     type Tamper = fn(&Path);
-    let cases: [(&str, Tamper); 5] = [
+    let cases: [(&str, Tamper); 6] = [
         ("a file modified", |t| {
             std::fs::write(t.join("tree/src/main.rs"), "fn main() { evil() }\n").unwrap()
         }),
@@ -155,6 +155,9 @@ async fn a_changed_kept_tree_falls_back_to_the_archive_and_restores_exactly() {
         }),
         ("an empty folder removed", |t| {
             std::fs::remove_dir(t.join("tree/empty")).unwrap()
+        }),
+        ("a file given to another owner", |t| {
+            std::os::unix::fs::lchown(t.join("tree/src/main.rs"), Some(0), Some(0)).unwrap()
         }),
         ("the manifest broken", |t| {
             std::fs::write(t.join("manifest.json"), b"{\"entries\": [").unwrap()

@@ -96,11 +96,13 @@ impl Engine {
     ) -> Result<(SandboxHandle, bool), ApiError> {
         let ckp = stored.checkpoint.clone();
         let dir = intent.dir.clone();
-        let (written, owner) = match self.restore_warm(&stored, &dir).await {
+        let kept = self.restore_warm(&stored, &dir).await;
+        let warm = kept.is_some();
+        let (written, owner) = match kept {
             Some(kept) => (kept.files, kept.owner),
             None => (self.unpack_checkpoint(stored, &dir).await?, None),
         };
-        stages.files(owner.is_some());
+        stages.files(warm);
         self.crash_after(FaultPoint::CreateFiles)?;
         let opened = OpenDir::open(&dir).map_err(|e| internal("opening the sandbox", e))?;
         // A kept tree is its predecessor's, owned by that sandbox's uid: the same uid again
