@@ -246,6 +246,26 @@ async fn an_inspect_during_a_long_archive_answers_at_once_that_the_sandbox_is_su
     );
 }
 
+#[tokio::test]
+async fn an_active_workspace_is_provisioned_while_another_sandbox_archives() {
+    let h = Harness::with_faults("snapshot=hold:times=1").await;
+    let sbx = h.provision("p1").await;
+    let call = release_held_at_archive(&h, &sbx).await;
+    let active = spec(WorkspaceMode::ActiveWorkspace, Some("proj"));
+    let made = tokio::time::timeout(Duration::from_secs(10), h.provision_spec("a1", active))
+        .await
+        .expect("the provision waited for another sandbox's archive")
+        .unwrap();
+    assert_eq!(
+        h.provider.as_ref().unwrap().engine().faults().held_calls(),
+        1,
+        "the archive is still held"
+    );
+    h.open_held_calls();
+    assert!(call.await.unwrap().unwrap().compute_released);
+    h.release(&made, D::Terminate, "t1").await.unwrap();
+}
+
 /// A snapshot release of `sbx` sent in the background, once a `snapshot=hold` rule holds it
 /// at its archive step.
 async fn release_held_at_archive(

@@ -137,12 +137,13 @@ impl Engine {
         made
     }
 
-    /// Whether a live sandbox's folder is `dir`, lies inside it, or holds it.
+    /// Whether a live sandbox's folder is `dir`, lies inside it, or holds it. Only those
+    /// sandboxes are waited for: another's snapshot holds its lock for seconds.
     async fn workspace_in_use(&self, dir: &Path) -> bool {
-        for slot in self.slots() {
+        let overlapping = self.slots_by_folder(|d| d.starts_with(dir) || dir.starts_with(d));
+        for slot in overlapping {
             let rec = slot.lock().await;
-            let overlaps = rec.dir.starts_with(dir) || dir.starts_with(&rec.dir);
-            if overlaps && rec.state.holds_compute() && rec.state != SandboxState::Lost {
+            if rec.state.holds_compute() && rec.state != SandboxState::Lost {
                 return true;
             }
         }

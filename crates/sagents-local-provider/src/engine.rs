@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -92,7 +92,9 @@ pub type Slot = Arc<Mutex<SandboxRecord>>;
 /// A sandbox held: in memory, or terminated and read from its file on first use.
 #[derive(Clone)]
 pub(super) enum Entry {
-    Resident(Slot),
+    /// The record, and its folder (which never changes) readable without waiting for the
+    /// record's lock, held across a snapshot.
+    Resident(Slot, Arc<Path>),
     Terminated,
 }
 
@@ -166,7 +168,8 @@ pub(super) fn reconcile(rec: &mut SandboxRecord) -> bool {
 }
 
 fn resident(rec: SandboxRecord) -> Entry {
-    Entry::Resident(Arc::new(Mutex::new(rec)))
+    let dir: Arc<Path> = Arc::from(rec.dir.as_path());
+    Entry::Resident(Arc::new(Mutex::new(rec)), dir)
 }
 
 /// Drops the intents whose answer is recorded and undoes the others.
@@ -300,13 +303,13 @@ impl Engine {
     pub(super) fn slot(&self, id: &str) -> Result<Slot, ApiError> {
         let map = self.sandboxes.read().unwrap_or_else(|e| e.into_inner());
         match map.get(id) {
-            Some(Entry::Resident(slot)) => return Ok(slot.clone()),
+            Some(Entry::Resident(slot, _)) => return Ok(slot.clone()),
             Some(Entry::Terminated) => {}
             None => return Err(ApiError::not_found("sandbox", id)),
         }
         drop(map);
         let mut map = self.sandboxes.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(Entry::Resident(slot)) = map.get(id) {
+        if let Some(Entry::Resident(slot, _)) = map.get(id) {
             return Ok(slot.clone());
         }
         if !map.contains_key(id) {
@@ -320,18 +323,26 @@ impl Engine {
             map.remove(id);
             return Err(ApiError::not_found("sandbox", id));
         };
-        let slot = Arc::new(Mutex::new(rec));
-        map.insert(id.to_owned(), Entry::Resident(slot.clone()));
-        Ok(slot)
+        let entry = resident(rec);
+        map.insert(id.to_owned(), entry.clone());
+        match entry {
+            Entry::Resident(slot, _) => Ok(slot),
+            Entry::Terminated => Err(ApiError::not_found("sandbox", id)),
+        }
     }
 
     /// The sandboxes held in memory: every one that may still run.
     pub(super) fn slots(&self) -> Vec<Slot> {
+        self.slots_by_folder(|_| true)
+    }
+
+    /// The sandboxes held in memory whose folder satisfies `keep`, read without their locks.
+    pub(super) fn slots_by_folder(&self, keep: impl Fn(&Path) -> bool) -> Vec<Slot> {
         let map = self.sandboxes.read().unwrap_or_else(|e| e.into_inner());
         map.values()
             .filter_map(|e| match e {
-                Entry::Resident(slot) => Some(slot.clone()),
-                Entry::Terminated => None,
+                Entry::Resident(slot, dir) if keep(dir) => Some(slot.clone()),
+                _ => None,
             })
             .collect()
     }

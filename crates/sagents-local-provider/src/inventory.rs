@@ -166,7 +166,7 @@ impl Engine {
         let mut items = Vec::with_capacity(page.limit);
         for (id, entry) in entries.into_iter().take(page.limit) {
             let slot = match entry {
-                Entry::Resident(slot) => slot,
+                Entry::Resident(slot, _) => slot,
                 // Read, not kept: a walk of the inventory leaves memory as it was.
                 Entry::Terminated => match self.layout.load_sandbox(&id) {
                     Ok(Some(rec)) => {
