@@ -108,6 +108,23 @@ impl Store {
             }
         }
         if !creating.is_empty() {
+            // The ancestors' records are bumped, so locked, before the children exist: a claim
+            // holding one has read its descendants without them, and its release goes on.
+            let parents = sorted(
+                creating
+                    .iter()
+                    .map(|&i| &items[i].cmd)
+                    .filter(|cmd| cmd.sandbox_spec.is_some())
+                    .filter_map(|cmd| cmd.parent_run_id.as_ref().map(RunId::as_str)),
+            );
+            let above = self.ancestors_of_runs(tx.conn(), &parents).await?;
+            let ancestors = sorted(
+                parents
+                    .iter()
+                    .copied()
+                    .chain(above.iter().map(|(_, id)| id.as_str())),
+            );
+            self.descendant_created(tx, &ancestors).await?;
             let mut runs = self.insert_runs(tx, items, &creating).await?;
             self.insert_resources(tx, items, &creating).await?;
             for &index in &creating {
@@ -125,15 +142,6 @@ impl Store {
                 answers[index] = Some(Ok(run));
             }
             tx.runtime_work();
-            let children: Vec<&str> = creating
-                .iter()
-                .map(|&i| items[i])
-                .filter(|i| i.cmd.sandbox_spec.is_some() && i.cmd.parent_run_id.is_some())
-                .map(|i| i.id.as_str())
-                .collect();
-            let ancestors = self.ancestors_of_runs(tx.conn(), &children).await?;
-            let ancestors = sorted(ancestors.iter().map(|(_, id)| id.as_str()));
-            self.descendant_created(tx, &ancestors).await?;
             let keyed: Vec<(&IdempotencyClaim, &Run)> = creating
                 .iter()
                 .filter_map(|&i| match (&items[i].key, &answers[i]) {

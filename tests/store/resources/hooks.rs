@@ -17,6 +17,7 @@ on_both_backends!(
     suspending_and_resuming_make_the_record_due,
     ending_a_run_makes_its_record_due,
     a_finished_job_wakes_a_blocked_record,
+    a_child_is_written_only_once_its_parents_record_is_held,
 );
 
 /// The run's record is due at `at` with a new version and its state untouched; the
@@ -241,4 +242,86 @@ async fn a_finished_job_wakes_a_blocked_record(backend: Backend) {
         .unwrap();
     assert!(wake.has_changed().unwrap());
     due_then_settle(&f, &run.id, &blocked, f.store.now()).await;
+}
+
+/// A claim reads a record's descendants while it holds the record: a child whose rows were
+/// written before the claim took the parent's record, but committed after it read them, would
+/// let the parent's release go on under it. So a child's creation takes its ancestors' records
+/// first (PostgreSQL: it waits for a holder before writing anything).
+async fn a_child_is_written_only_once_its_parents_record_is_held(backend: Backend) {
+    let f = fx(backend).await;
+    super::register(&f).await;
+    let s = f.session("acme").await;
+    let (parent, _) = suspended_sandbox(&f, &s, true).await;
+    let before = f.store.get_resource(&parent.id).await.unwrap();
+    let creating = {
+        let store = f.store.clone();
+        let s = s.clone();
+        let parent = parent.id.clone();
+        let mut cmd = crate::store::run_cmd(Some(parent));
+        cmd.sandbox_spec = Some(super::spec());
+        async move { store.create_run(&s.tenant_id, &s.id, &cmd).await.unwrap() }
+    };
+    let child = match backend {
+        Backend::Sqlite => creating.await,
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(f.store.url()).await.unwrap();
+            let mut claim = pool.begin().await.unwrap();
+            sqlx::query("SELECT 1 FROM execution_resources WHERE run_id = $1 FOR NO KEY UPDATE")
+                .bind(parent.id.as_str())
+                .execute(&mut *claim)
+                .await
+                .unwrap();
+            let task = tokio::spawn(creating);
+            let waiting = loop {
+                let pids: Vec<i32> = sqlx::query_scalar(
+                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                     AND datname = current_database()",
+                )
+                .fetch_all(&pool)
+                .await
+                .unwrap();
+                if let Some(&pid) = pids.first() {
+                    break pid;
+                }
+                assert!(
+                    !task.is_finished(),
+                    "the creation did not wait for the parent"
+                );
+                tokio::task::yield_now().await;
+            };
+            let written: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
+                 WHERE l.pid = $1 AND c.relname = 'runs' \
+                 AND l.mode = 'RowExclusiveLock' AND l.granted",
+            )
+            .bind(waiting)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            assert_eq!(
+                written, 0,
+                "the child's rows were written before its parent was held"
+            );
+            claim.commit().await.unwrap();
+            task.await.unwrap()
+        }
+    };
+    let after = f.store.get_resource(&parent.id).await.unwrap();
+    assert_eq!(
+        after.version,
+        before.version + 1,
+        "the parent's record was bumped"
+    );
+    let due = super::due_work(&f).await;
+    let work = due
+        .iter()
+        .find(|w| w.run.id == parent.id)
+        .expect("the parent is due");
+    let children: Vec<_> = work.descendants.iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(
+        children,
+        vec![child.id],
+        "the parent's claim sees the child"
+    );
 }
