@@ -3,7 +3,8 @@
 //! time) is answered with the first result.
 
 use chrono::Duration;
-use sagents::domain::commands::CreateSession;
+use sagents::domain::commands::{CreateJob, CreateSession};
+use sagents::domain::job::Job;
 use sagents::domain::run::Run;
 use sagents::domain::session::Session;
 use sagents::store::{Backend, IdempotencyBegin, IdempotencyClaim};
@@ -18,6 +19,7 @@ on_both_backends!(
     a_session_created_under_a_key_is_answered_again_after_a_crash,
     a_run_created_under_a_key_is_answered_again_after_a_crash,
     a_refused_creation_leaves_the_key_to_its_request,
+    a_job_created_under_a_key_is_answered_again_after_a_crash,
 );
 
 fn claim(key: &str) -> IdempotencyClaim {
@@ -99,4 +101,33 @@ async fn a_refused_creation_leaves_the_key_to_its_request(backend: Backend) {
         IdempotencyBegin::InFlight,
         "nothing took effect: the request itself stores its answer"
     );
+}
+
+async fn a_job_created_under_a_key_is_answered_again_after_a_crash(backend: Backend) {
+    let f = fx(backend).await;
+    let s = &f.store;
+    let session = f.session("acme").await;
+    let claimed = f.claimed(&session).await;
+    let run = &claimed.run.id;
+    let begin = s.idempotency_begin("tok_a", "k4", "h4", IN_FLIGHT).await;
+    assert_eq!(begin.unwrap(), IdempotencyBegin::Started);
+    let cmd = CreateJob {
+        fencing_token: claimed.lease.fencing_token,
+        kind: "shell".into(),
+        payload: json!({ "cmd": "make" }),
+        pause_behavior: None,
+        execution_affinity: None,
+    };
+    let created = s
+        .create_job_keyed(Some("acme"), run, &cmd, Some(&claim("k4")))
+        .await
+        .unwrap();
+    f.advance(IN_FLIGHT.num_seconds() + 1);
+
+    let retry = s.idempotency_begin("tok_a", "k4", "h4", IN_FLIGHT).await;
+    let (status, first): (u16, Job) = answer(retry.unwrap());
+    assert_eq!(status, 201);
+    assert_eq!(first, created);
+    let jobs = s.list_jobs(Some("acme"), run).await.unwrap();
+    assert_eq!(jobs.len(), 1, "no second job");
 }

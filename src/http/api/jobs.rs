@@ -2,7 +2,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::Json;
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -15,6 +15,7 @@ use super::state::AppState;
 use crate::domain::commands::{CreateJob, UpdateJob};
 use crate::domain::job::Job;
 use crate::domain::{JobId, RunId};
+use crate::store::IdempotencyClaim;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -39,10 +40,15 @@ async fn create_job(
     State(state): State<AppState>,
     auth: Runtime,
     ids: PathIds,
+    key: Option<Extension<IdempotencyClaim>>,
     ApiJson(cmd): ApiJson<CreateJob>,
 ) -> Result<(StatusCode, Json<Job>), ApiError> {
     let run_id: RunId = ids.get("run_id")?;
-    let job = state.store.create_job(auth.scope(), &run_id, &cmd).await?;
+    let key = key.as_ref().map(|Extension(k)| k);
+    let job = state
+        .store
+        .create_job_keyed(auth.scope(), &run_id, &cmd, key)
+        .await?;
     Ok((StatusCode::CREATED, Json(job)))
 }
 

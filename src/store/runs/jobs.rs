@@ -5,9 +5,11 @@ use crate::domain::commands::CreateJob;
 use crate::domain::decide::jobs;
 use crate::domain::job::{Job, JobState};
 use crate::domain::{JobId, RunId};
+use crate::store::admin::idempotency::IdempotencyClaim;
 use crate::store::engine::rows::{self, JOB_COLS};
 use crate::store::engine::visible::sees;
 use crate::store::engine::{Store, StoreError, StoreResult};
+use crate::store::sessions::create_batch::CREATED;
 
 impl Store {
     /// Fenced: a `running` job for a run in `running` state (defaults: detach, sandbox).
@@ -16,6 +18,18 @@ impl Store {
         tenant: Option<&str>,
         run_id: &RunId,
         cmd: &CreateJob,
+    ) -> StoreResult<Job> {
+        self.create_job_keyed(tenant, run_id, cmd, None).await
+    }
+
+    /// [`Self::create_job`] under an `Idempotency-Key`: the answer is stored under the key
+    /// in the transaction that creates the job.
+    pub async fn create_job_keyed(
+        &self,
+        tenant: Option<&str>,
+        run_id: &RunId,
+        cmd: &CreateJob,
+        key: Option<&IdempotencyClaim>,
     ) -> StoreResult<Job> {
         cmd.validate()?;
         let mut tx = self.write_tx().await?;
@@ -60,6 +74,10 @@ impl Store {
                     "execution_affinity": job.execution_affinity,
                 }),
             );
+            if let Some(key) = key {
+                self.idempotency_answer_in(&mut tx, CREATED, &[(key, &job)])
+                    .await?;
+            }
             Ok(job)
         }
         .await;
