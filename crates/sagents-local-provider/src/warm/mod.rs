@@ -18,7 +18,10 @@ use std::sync::Mutex;
 use manifest::{scan, Manifest, ScanError};
 
 /// The default of `--warm-cache-mb`.
-pub const DEFAULT_WARM_CACHE_MB: u64 = 1024;
+pub const DEFAULT_WARM_CACHE_MB: u64 = 4096;
+
+/// A tree is kept only while its file system keeps 1/N of its space free.
+const MIN_FREE_SHARE: u64 = 20;
 
 const TREE: &str = "tree";
 const MANIFEST: &str = "manifest.json";
@@ -79,6 +82,22 @@ pub struct WarmCache {
 fn set_private(path: &Path) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Whether the file system holding `dir` has less than 1/`MIN_FREE_SHARE` of it free, or cannot
+/// say.
+fn low_on_disk(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return true;
+    };
+    // SAFETY: all-zero bytes are a valid `statvfs` (plain integers).
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and `st` is a valid place for the call to write.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return true;
+    }
+    (st.f_bavail as u64) < (st.f_blocks as u64) / MIN_FREE_SHARE
 }
 
 /// Removes `path` off the caller's thread when a runtime is there to do it.
@@ -154,6 +173,10 @@ impl WarmCache {
     /// and `dir` is still the caller's to discard.
     pub fn keep(&self, id: &str, digest: Option<&str>, dir: &Path) -> bool {
         if !self.enabled() {
+            return false;
+        }
+        if low_on_disk(&self.dir) {
+            tracing::info!(checkpoint_id = %id, "warm cache: the sandbox's files are not kept, the disk is nearly full");
             return false;
         }
         let entry = self.entry(id);
