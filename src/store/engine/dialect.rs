@@ -9,7 +9,7 @@ use sqlx::migrate::Migrator;
 use sqlx::AnyConnection;
 use sqlx::{Any, Row, Transaction};
 
-use super::error::StoreResult;
+use super::error::{StoreError, StoreResult};
 use super::handle::{Backend, Store};
 use super::params::{bind_ids, padded, padded_ids, params, value_rows, with_last_repeated};
 use super::rows;
@@ -115,6 +115,27 @@ impl Backend {
     }
 }
 
+/// Begins a transaction on `pool` (with `sql` when `custom`) on a task of its own. A caller
+/// dropped while BEGIN is under way (its client gone, a timeout) would hand the connection
+/// back with a transaction open that nothing ends, and every later user of the connection
+/// would fail; the task's transaction, if no one takes it, is rolled back as it drops.
+async fn begin_on_own_task(
+    pool: &sqlx::AnyPool,
+    custom: bool,
+    sql: &'static str,
+) -> StoreResult<Transaction<'static, Any>> {
+    let pool = pool.clone();
+    let begun = tokio::spawn(async move {
+        match custom {
+            true => pool.begin_with(sql).await,
+            false => pool.begin().await,
+        }
+    })
+    .await
+    .map_err(|e| StoreError::Unavailable(format!("beginning a transaction: {e}")))?;
+    Ok(begun?)
+}
+
 impl Store {
     /// Rows are locked by the statements that read them to write them (PostgreSQL). SQLite
     /// has one writer and no row locks: a read done only to lock can be skipped.
@@ -166,25 +187,21 @@ impl Store {
         &self,
         pool: &sqlx::AnyPool,
     ) -> StoreResult<Transaction<'static, Any>> {
-        Ok(match self.inner.backend {
-            Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await?,
-            Backend::Postgres => pool.begin().await?,
-        })
+        begin_on_own_task(
+            pool,
+            self.inner.backend == Backend::Sqlite,
+            "BEGIN IMMEDIATE",
+        )
+        .await
     }
 
     /// A read-only transaction in which every query sees the same committed state.
     pub(in crate::store) async fn begin_consistent_read(
         &self,
     ) -> StoreResult<Transaction<'static, Any>> {
-        Ok(match self.inner.backend {
-            Backend::Sqlite => self.inner.read.begin().await?,
-            Backend::Postgres => {
-                self.inner
-                    .read
-                    .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    .await?
-            }
-        })
+        let pg = self.inner.backend == Backend::Postgres;
+        let sql = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+        begin_on_own_task(&self.inner.read, pg, sql).await
     }
 
     /// Appended to a `SELECT … FROM runs r …` that is about to be written to. SQLite needs
