@@ -18,6 +18,7 @@ mod runs;
 mod sessions;
 
 pub use admin::idempotency::{stored_answer, IdempotencyBegin, IdempotencyClaim};
+pub use admin::tokens::TokenReplay;
 pub use claims::runtime::LeaseRenewal;
 pub use engine::error::{StoreError, StoreResult};
 pub use engine::handle::{Backend, Store};

@@ -7,6 +7,7 @@ use sagents::domain::commands::{CreateJob, CreateSession};
 use sagents::domain::job::Job;
 use sagents::domain::run::Run;
 use sagents::domain::session::Session;
+use sagents::domain::token::{Role, TokenInfo};
 use sagents::store::{Backend, IdempotencyBegin, IdempotencyClaim};
 use serde_json::json;
 
@@ -20,6 +21,7 @@ on_both_backends!(
     a_run_created_under_a_key_is_answered_again_after_a_crash,
     a_refused_creation_leaves_the_key_to_its_request,
     a_job_created_under_a_key_is_answered_again_after_a_crash,
+    a_token_created_under_a_key_is_answered_again_after_a_crash,
 );
 
 fn claim(key: &str) -> IdempotencyClaim {
@@ -130,4 +132,33 @@ async fn a_job_created_under_a_key_is_answered_again_after_a_crash(backend: Back
     assert_eq!(first, created);
     let jobs = s.list_jobs(Some("acme"), run).await.unwrap();
     assert_eq!(jobs.len(), 1, "no second job");
+}
+
+async fn a_token_created_under_a_key_is_answered_again_after_a_crash(backend: Backend) {
+    let f = fx(backend).await;
+    let s = &f.store;
+    let begin = s.idempotency_begin("tok_a", "k5", "h5", IN_FLIGHT).await;
+    assert_eq!(begin.unwrap(), IdempotencyBegin::Started);
+    let replay = |t: &TokenInfo| (409, format!("text/plain\nalready {}", t.id).into_bytes());
+    let (token, _secret) = s
+        .create_token_keyed(
+            Role::Runtime,
+            Some("acme"),
+            None,
+            Some((&claim("k5"), &replay)),
+        )
+        .await
+        .unwrap();
+    f.advance(IN_FLIGHT.num_seconds() + 1);
+
+    let retry = s.idempotency_begin("tok_a", "k5", "h5", IN_FLIGHT).await;
+    assert_eq!(
+        retry.unwrap(),
+        IdempotencyBegin::Replay {
+            status: 409,
+            body: format!("text/plain\nalready {}", token.id).into_bytes(),
+        },
+        "the replay the request chose, never the secret"
+    );
+    assert_eq!(s.list_tokens().await.unwrap().len(), 1, "no second token");
 }

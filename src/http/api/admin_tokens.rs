@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -17,6 +17,7 @@ use super::state::AppState;
 use crate::domain::token::{Role, TokenInfo};
 use crate::domain::TokenId;
 use crate::service::tokens::tenant_for;
+use crate::store::{IdempotencyClaim, TokenReplay};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -86,14 +87,32 @@ pub struct TokenList {
 async fn create_token(
     State(state): State<AppState>,
     _admin: Admin,
+    key: Option<Extension<IdempotencyClaim>>,
     ApiJson(cmd): ApiJson<CreateToken>,
 ) -> Result<Response, ApiError> {
     let tenant = tenant_for(cmd.role, cmd.tenant.as_deref())?;
+    let stored = |t: &TokenInfo| ReplayWith::problem(&already_created(t)).stored();
+    let key = key
+        .as_ref()
+        .map(|Extension(k)| (k, &stored as TokenReplay<'_>));
     let (token, secret) = state
         .store
-        .create_token(cmd.role, tenant.as_deref(), expiry(&state, cmd.ttl_seconds))
+        .create_token_keyed(
+            cmd.role,
+            tenant.as_deref(),
+            expiry(&state, cmd.ttl_seconds),
+            key,
+        )
         .await?;
-    let replay = ApiError::new(
+    let replay = ReplayWith::problem(&already_created(&token));
+    let mut res = (StatusCode::CREATED, Json(CreatedToken { token, secret })).into_response();
+    res.extensions_mut().insert(replay);
+    Ok(res)
+}
+
+/// What a replay of a token's creation answers: the secret is never shown again.
+fn already_created(token: &TokenInfo) -> ApiError {
+    ApiError::new(
         StatusCode::CONFLICT,
         "token.already_created",
         format!(
@@ -101,10 +120,7 @@ async fn create_token(
              (revoke the token and create another if the secret was lost)",
             token.id
         ),
-    );
-    let mut res = (StatusCode::CREATED, Json(CreatedToken { token, secret })).into_response();
-    res.extensions_mut().insert(ReplayWith::problem(&replay));
-    Ok(res)
+    )
 }
 
 fn expiry(state: &AppState, ttl_seconds: Option<i64>) -> Option<chrono::DateTime<chrono::Utc>> {

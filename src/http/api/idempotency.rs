@@ -44,6 +44,14 @@ impl ReplayWith {
         }
     }
 
+    /// The status and the answer as the store keeps it under a key.
+    pub fn stored(&self) -> (u16, Vec<u8>) {
+        (
+            self.status.as_u16(),
+            stored_answer(self.content_type, &self.body),
+        )
+    }
+
     pub fn problem(error: &ApiError) -> Self {
         Self {
             status: error.status,

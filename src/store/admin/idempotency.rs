@@ -97,19 +97,33 @@ impl Store {
     ) -> StoreResult<()> {
         for (claim, value) in answers {
             let body = rows::to_json(value)?;
-            sqlx::query(
-                "UPDATE idempotency_keys SET state = 'done', response_status = $3, \
-                 response_body = $4, updated_at = $5 \
-                 WHERE scope = $1 AND key = $2 AND state = 'in_flight'",
-            )
-            .bind(claim.scope.as_str())
-            .bind(claim.key.as_str())
-            .bind(i64::from(status))
-            .bind(stored_answer("application/json", body.as_bytes()))
-            .bind(to_millis(tx.now))
-            .execute(tx.conn())
-            .await?;
+            let stored = stored_answer("application/json", body.as_bytes());
+            self.idempotency_stored_in(tx, claim, status, &stored)
+                .await?;
         }
+        Ok(())
+    }
+
+    /// Stores `stored` (see [`stored_answer`]) with `status` as the key's answer, in `tx`.
+    pub(in crate::store) async fn idempotency_stored_in(
+        &self,
+        tx: &mut WriteTx,
+        claim: &IdempotencyClaim,
+        status: u16,
+        stored: &[u8],
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE idempotency_keys SET state = 'done', response_status = $3, \
+             response_body = $4, updated_at = $5 \
+             WHERE scope = $1 AND key = $2 AND state = 'in_flight'",
+        )
+        .bind(claim.scope.as_str())
+        .bind(claim.key.as_str())
+        .bind(i64::from(status))
+        .bind(stored)
+        .bind(to_millis(tx.now))
+        .execute(tx.conn())
+        .await?;
         Ok(())
     }
 

@@ -4,8 +4,12 @@ use crate::clock::to_millis;
 use crate::domain::token::{new_secret, Principal, Role, TokenInfo};
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::TokenId;
+use crate::store::admin::idempotency::IdempotencyClaim;
 use crate::store::engine::rows::{self, TOKEN_COLS};
 use crate::store::engine::{Store, StoreError, StoreResult};
+
+/// The status and stored answer a replay of a token's creation gets, from the token.
+pub type TokenReplay<'a> = &'a (dyn Fn(&TokenInfo) -> (u16, Vec<u8>) + Sync);
 
 impl Store {
     /// Stores a new token (only its hash) and returns it with the secret, shown once.
@@ -16,6 +20,19 @@ impl Store {
         role: Role,
         tenant: Option<&str>,
         expires_at: Option<DateTime<Utc>>,
+    ) -> StoreResult<(TokenInfo, String)> {
+        self.create_token_keyed(role, tenant, expires_at, None)
+            .await
+    }
+
+    /// [`Self::create_token`] under an `Idempotency-Key`: `replay` gives the status and stored
+    /// answer (never the secret) kept under the key in the transaction that creates the token.
+    pub async fn create_token_keyed(
+        &self,
+        role: Role,
+        tenant: Option<&str>,
+        expires_at: Option<DateTime<Utc>>,
+        key: Option<(&IdempotencyClaim, TokenReplay<'_>)>,
     ) -> StoreResult<(TokenInfo, String)> {
         match (role.tenant_bound(), tenant) {
             (false, Some(_)) => {
@@ -47,18 +64,29 @@ impl Store {
             revoked_at: None,
             expires_at,
         };
-        sqlx::query(
-            "INSERT INTO tokens (id, role, tenant_id, secret_hash, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(info.id.as_str())
-        .bind(role.as_str())
-        .bind(info.tenant_id.as_deref())
-        .bind(&hash)
-        .bind(to_millis(info.created_at))
-        .bind(expires_at.map(to_millis))
-        .execute(&self.inner.write)
-        .await?;
+        let mut tx = self.write_tx().await?;
+        let result: StoreResult<()> = async {
+            sqlx::query(
+                "INSERT INTO tokens (id, role, tenant_id, secret_hash, created_at, expires_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(info.id.as_str())
+            .bind(role.as_str())
+            .bind(info.tenant_id.as_deref())
+            .bind(&hash)
+            .bind(to_millis(info.created_at))
+            .bind(expires_at.map(to_millis))
+            .execute(tx.conn())
+            .await?;
+            if let Some((claim, replay)) = key {
+                let (status, stored) = replay(&info);
+                self.idempotency_stored_in(&mut tx, claim, status, &stored)
+                    .await?;
+            }
+            Ok(())
+        }
+        .await;
+        tx.finish(self, result).await?;
         Ok((info, secret))
     }
 
