@@ -177,3 +177,82 @@ async fn a_restart_calls_a_frozen_sandbox_lost_when_no_checkpoint_was_recorded()
         SandboxState::Lost
     );
 }
+
+/// Thaws the group when the test ends, passed or not: a start into a frozen group would
+/// hold the test process for good.
+struct Thaw(std::path::PathBuf, &'static str);
+
+impl Drop for Thaw {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.0, self.1);
+    }
+}
+
+/// The freezer file of the control group that `pid` runs in, and what freezes it.
+fn freezer_of(pid: i64) -> Option<(std::path::PathBuf, &'static str)> {
+    let groups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    groups
+        .lines()
+        .find_map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            let path = path.trim_start_matches('/');
+            match controllers {
+                "freezer" => Some((
+                    std::path::Path::new("/sys/fs/cgroup/freezer")
+                        .join(path)
+                        .join("freezer.state"),
+                    "FROZEN",
+                )),
+                "" => Some((
+                    std::path::Path::new("/sys/fs/cgroup")
+                        .join(path)
+                        .join("cgroup.freeze"),
+                    "1",
+                )),
+                _ => None,
+            }
+        })
+        .filter(|(file, _)| file.exists())
+}
+
+#[tokio::test]
+async fn a_restart_thaws_a_ready_sandbox_a_killed_release_had_frozen() {
+    let mut h = Harness::start().await;
+    let sbx = h.provision("p1").await;
+    let state = h
+        .root
+        .path()
+        .join(format!("state/sandboxes/{}.json", sbx.r#ref.sandbox_id));
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let pid = rec["leader"]["pid"].as_i64().expect("a leader");
+    let Some((freezer, frozen)) = freezer_of(pid) else {
+        // SAFETY: geteuid(2) has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        assert_ne!(euid, 0, "as root a sandbox has a freezer");
+        return;
+    };
+    // As a release killed after its freeze, before it saved `suspended`, leaves it.
+    std::fs::write(&freezer, frozen).unwrap();
+    let _thaw = Thaw(freezer.clone(), if frozen == "1" { "0" } else { "THAWED" });
+    h.restart().await;
+    let opts = CallOptions {
+        timeout: Some(std::time::Duration::from_secs(10)),
+        ..Default::default()
+    };
+    assert_eq!(
+        h.client
+            .inspect(&sbx.r#ref.sandbox_id, &opts)
+            .await
+            .unwrap()
+            .state,
+        SandboxState::Ready
+    );
+    let out = tokio::time::timeout(std::time::Duration::from_secs(10), h.sh(&sbx, "echo alive"))
+        .await
+        .expect("the sandbox runs again")
+        .unwrap();
+    assert_eq!(out.stdout, "alive\n");
+    h.release(&sbx, D::Terminate, "t").await.unwrap();
+}

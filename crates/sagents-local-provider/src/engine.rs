@@ -167,9 +167,10 @@ pub(super) fn reconcile(rec: &mut SandboxRecord) -> bool {
     false
 }
 
-fn resident(rec: SandboxRecord) -> Entry {
+fn resident(rec: SandboxRecord) -> (Slot, Entry) {
     let dir: Arc<Path> = Arc::from(rec.dir.as_path());
-    Entry::Resident(Arc::new(Mutex::new(rec)), dir)
+    let slot = Arc::new(Mutex::new(rec));
+    (slot.clone(), Entry::Resident(slot, dir))
 }
 
 /// Drops the intents whose answer is recorded and undoes the others.
@@ -222,6 +223,15 @@ impl Engine {
                     live.insert(id.clone());
                 }
             }
+            if rec.state == SandboxState::Ready {
+                // A release killed between its freeze and saving `suspended` left it frozen.
+                let cg = cfg.cgroups.sandbox(&id);
+                match (cg.can_freeze() && cg.exists(), rec.leader) {
+                    (true, _) => drop(cg.thaw()),
+                    (false, Some(leader)) => drop(leader.resume()),
+                    (false, None) => {}
+                }
+            }
             if rec.state == SandboxState::Suspended && !rec.awaits_kill() {
                 let cg = cfg.cgroups.sandbox(&id);
                 let thawed = !cg.exists() || cg.thaw().is_ok();
@@ -237,7 +247,7 @@ impl Engine {
             if changed {
                 layout.save_sandbox(&rec)?;
             }
-            map.insert(rec.r#ref.sandbox_id.clone(), resident(rec));
+            map.insert(rec.r#ref.sandbox_id.clone(), resident(rec).1);
         }
         for id in layout.terminated_ids()? {
             map.entry(id).or_insert(Entry::Terminated);
@@ -323,12 +333,9 @@ impl Engine {
             map.remove(id);
             return Err(ApiError::not_found("sandbox", id));
         };
-        let entry = resident(rec);
-        map.insert(id.to_owned(), entry.clone());
-        match entry {
-            Entry::Resident(slot, _) => Ok(slot),
-            Entry::Terminated => Err(ApiError::not_found("sandbox", id)),
-        }
+        let (slot, entry) = resident(rec);
+        map.insert(id.to_owned(), entry);
+        Ok(slot)
     }
 
     /// The sandboxes held in memory: every one that may still run.
@@ -369,7 +376,7 @@ impl Engine {
 
     pub(super) fn insert(&self, rec: SandboxRecord) {
         let mut map = self.sandboxes.write().unwrap_or_else(|e| e.into_inner());
-        map.insert(rec.r#ref.sandbox_id.clone(), resident(rec));
+        map.insert(rec.r#ref.sandbox_id.clone(), resident(rec).1);
     }
 
     pub(super) fn save(&self, rec: &SandboxRecord) -> Result<(), ApiError> {
