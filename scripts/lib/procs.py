@@ -4,6 +4,7 @@ the reference provider, the service replicas."""
 import http.client
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -21,11 +22,24 @@ class StartError(RuntimeError):
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A free port below the kernel's ephemeral range: a component restarted on it later must
+    not find it taken as the local port of some outgoing connection (bind: address in use)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(1000):
+        port = rng.randrange(10000, max(10001, low))
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise StartError("no free port below the ephemeral range")
 
 
 def get(port, path, token=None, timeout=2.0):
@@ -37,6 +51,23 @@ def get(port, path, token=None, timeout=2.0):
         return r.status, r.read()
     finally:
         conn.close()
+
+
+def exit_reason(path):
+    """The error a Rust binary printed as it exited (`Error: …` and its causes), or ''."""
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    starts = [i for i, line in enumerate(text) if line.startswith("Error: ")]
+    if not starts:
+        return ""
+    out = []
+    for line in text[starts[-1]:starts[-1] + 12]:
+        if line.startswith("Stack backtrace:"):
+            break
+        out.append(line)
+    return "\n".join(out).strip()
 
 
 def tail(path, lines=40):
@@ -130,7 +161,8 @@ class Managed:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc.poll() is not None:
-                raise StartError(f"{self.name} exited with {self.proc.returncode}\n{tail(self.log)}")
+                said = exit_reason(self.log) or tail(self.log)
+                raise StartError(f"{self.name} exited with {self.proc.returncode}\n{said}")
             try:
                 if probe():
                     with self.lock:

@@ -24,7 +24,7 @@ from odd import behaviours, phases  # noqa: E402
 from outage import OutageMeter  # noqa: E402
 from humans import Human  # noqa: E402
 from proxy import LyingProxy  # noqa: E402
-from procs import Postgres, Provider, Replica, StartError, kill_sandbox_processes, tail  # noqa: E402
+from procs import Postgres, Provider, Replica, StartError, kill_sandbox_processes, tail, exit_reason  # noqa: E402
 from report import report  # noqa: E402
 from runtimes import JobFinisher, Runtime  # noqa: E402
 from stats import Stats, Stop  # noqa: E402
@@ -216,6 +216,9 @@ def main(argv):
             for m in [provider] + replicas:
                 if m.proc is not None and m.proc.poll() is not None and m.proc.returncode not in (0, -9, -15):
                     log(f"--- {m.name} exited with {m.proc.returncode}; last lines of {m.log}:\n{tail(m.log, 30)}")
+                    reason = exit_reason(m.log)
+                    if reason:
+                        log(f"--- {m.name} said as it exited:\n{reason}")
         for m in replicas + [provider]:
             try:
                 m.stop()
