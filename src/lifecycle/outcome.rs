@@ -12,7 +12,7 @@ use crate::domain::resource::{ResourceEvent, ResourceState, ResourceTransitionEr
 use crate::domain::sandbox::ProviderError;
 use crate::domain::sandbox::ReleaseDisposition;
 use crate::domain::SuspensionId;
-use crate::providers::client::{ProviderCallError, UncertainKind};
+use crate::providers::client::{ProviderCallError, TIMED_OUT};
 use crate::providers::codes::OPERATION_IN_PROGRESS;
 use crate::providers::wire::{CheckpointRef, SandboxReleaseReceipt};
 
@@ -84,35 +84,23 @@ pub fn is_auth_refusal(status: u16) -> bool {
 pub const SNAPSHOT_LOST: &str = "sandbox.snapshot_lost";
 
 /// One more failed attempt, retried after the cadence's wait. While someone waits, an
-/// attempt that `timed_out` is asked again after the cadence's first wait, whatever the
-/// streak before it: its timeout kept them waiting already, and a provider still at it under
-/// the same key is joined by the repeat.
+/// attempt that timed out is asked again after the cadence's first wait, whatever the streak
+/// before it: its timeout kept them waiting already, and a provider still at it under the
+/// same key is joined by the repeat.
 fn schedule_retry(
     record: &mut ExecutionResourceRecord,
     error: ProviderError,
-    timed_out: bool,
     now: DateTime<Utc>,
     jitter: f64,
     cadence: Cadence,
 ) {
     record.retry_count = record.retry_count.saturating_add(1);
-    let attempts = match timed_out && cadence != Cadence::Release {
+    let attempts = match error.code == TIMED_OUT && cadence != Cadence::Release {
         true => 1,
         false => u32::try_from(record.retry_count).unwrap_or(u32::MAX),
     };
     record.next_retry_at = Some(retry_at(now, cadence.delay(attempts, now, jitter)));
     record.error = Some(error);
-}
-
-/// Whether the call ran out of time before any answer came.
-fn timed_out(err: &ProviderCallError) -> bool {
-    matches!(
-        err,
-        ProviderCallError::Uncertain {
-            kind: UncertainKind::Timeout,
-            ..
-        }
-    )
 }
 
 /// The provider still works on the operation under its key: not a failure. The state and
@@ -209,7 +197,7 @@ pub fn inspect_failed(
         message: format!("the sandbox could not be inspected: {err}"),
         retryable: true,
     };
-    schedule_retry(&mut record, error, timed_out(err), now, jitter, cadence);
+    schedule_retry(&mut record, error, now, jitter, cadence);
     record
 }
 
@@ -305,7 +293,7 @@ pub fn release_answered(
         if let Some(taken) = snapshot_taken(Some(receipt)) {
             record.sandbox_checkpoint = Some(taken.into());
         }
-        return release_attempt_failed(record, error, false, now, jitter, cadence);
+        return release_attempt_failed(record, error, now, jitter, cadence);
     }
     let mut record = record;
     record.state = record.state.next(ResourceEvent::ReleaseConfirmed)?;
@@ -393,13 +381,12 @@ pub const RELEASED_ON_INSPECT: &str = "release.confirmed_by_inspect";
 fn release_attempt_failed(
     mut record: ExecutionResourceRecord,
     error: ProviderError,
-    timed_out: bool,
     now: DateTime<Utc>,
     jitter: f64,
     cadence: Cadence,
 ) -> OutcomeResult<ExecutionResourceRecord> {
     record.state = record.state.next(ResourceEvent::ReleaseAttemptFailed)?;
-    schedule_retry(&mut record, error, timed_out, now, jitter, cadence);
+    schedule_retry(&mut record, error, now, jitter, cadence);
     Ok(record)
 }
 
@@ -421,7 +408,7 @@ pub fn release_failed(
         && record.disposition != Some(ReleaseDisposition::Terminate);
     if !forced {
         let error = forced_reason_kept(&record, err.to_provider_error());
-        return release_attempt_failed(record, error, timed_out(err), now, jitter, cadence);
+        return release_attempt_failed(record, error, now, jitter, cadence);
     }
     // A checkpoint already named by a receipt of this release exists: it is not lost.
     let lost_snapshot = record.disposition == Some(ReleaseDisposition::SnapshotAndTerminate)

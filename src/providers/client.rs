@@ -24,7 +24,7 @@ mod error;
 mod inventory;
 mod response;
 
-pub use error::{ProviderCallError, UncertainKind};
+pub use error::{ProviderCallError, UncertainKind, TIMED_OUT};
 
 use response::{classify_error_status, classify_send_error, read_capped};
 

@@ -3,8 +3,8 @@
 use chrono::{DateTime, Utc};
 
 use super::{
-    abandon, classify, clear_retry, schedule_retry, timed_out, wait_in_progress, FailureClass,
-    Next, OutcomeResult,
+    abandon, classify, clear_retry, schedule_retry, wait_in_progress, FailureClass, Next,
+    OutcomeResult,
 };
 use crate::domain::resource::{ExecutionResourceRecord, ResourceEvent, ResourceState, RunEffect};
 use crate::lifecycle::rules::Cadence;
@@ -124,8 +124,7 @@ pub fn bind_failed(
         if kind != BindKind::Attach {
             record.state = record.state.next(ResourceEvent::BindFailed)?;
         }
-        let error = err.to_provider_error();
-        schedule_retry(&mut record, error, timed_out(err), now, jitter, cadence);
+        schedule_retry(&mut record, err.to_provider_error(), now, jitter, cadence);
         return Ok(Next::plain(record));
     }
     let error = err.to_provider_error();

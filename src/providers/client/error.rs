@@ -61,6 +61,9 @@ pub enum ProviderCallError {
     Config(String),
 }
 
+/// The stored code of a call that ran out of time before any answer came.
+pub const TIMED_OUT: &str = "provider.timeout";
+
 impl ProviderCallError {
     /// The error as the `{code, category, message, retryable}` shape records keep.
     pub fn to_provider_error(&self) -> StoredError {
@@ -70,7 +73,7 @@ impl ProviderCallError {
             | ProviderCallError::Refused { error, .. } => error.clone().into(),
             ProviderCallError::Uncertain { kind, message } => StoredError {
                 code: match kind {
-                    UncertainKind::Timeout => "provider.timeout",
+                    UncertainKind::Timeout => TIMED_OUT,
                     UncertainKind::ConnectionLost => "provider.connection_lost",
                     UncertainKind::MalformedBody => "provider.malformed_response",
                     UncertainKind::OversizedBody => "provider.oversized_response",
