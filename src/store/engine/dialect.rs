@@ -115,20 +115,19 @@ impl Backend {
     }
 }
 
-/// Begins a transaction on `pool` (with `sql` when `custom`) on a task of its own. A caller
+/// Begins a transaction on `pool` (with `sql` instead of a plain BEGIN) on a task of its own. A caller
 /// dropped while BEGIN is under way (its client gone, a timeout) would hand the connection
 /// back with a transaction open that nothing ends, and every later user of the connection
 /// would fail; the task's transaction, if no one takes it, is rolled back as it drops.
 async fn begin_on_own_task(
     pool: &sqlx::AnyPool,
-    custom: bool,
-    sql: &'static str,
+    sql: Option<&'static str>,
 ) -> StoreResult<Transaction<'static, Any>> {
     let pool = pool.clone();
     let begun = tokio::spawn(async move {
-        match custom {
-            true => pool.begin_with(sql).await,
-            false => pool.begin().await,
+        match sql {
+            Some(sql) => pool.begin_with(sql).await,
+            None => pool.begin().await,
         }
     })
     .await
@@ -187,12 +186,8 @@ impl Store {
         &self,
         pool: &sqlx::AnyPool,
     ) -> StoreResult<Transaction<'static, Any>> {
-        begin_on_own_task(
-            pool,
-            self.inner.backend == Backend::Sqlite,
-            "BEGIN IMMEDIATE",
-        )
-        .await
+        let sqlite = self.inner.backend == Backend::Sqlite;
+        begin_on_own_task(pool, sqlite.then_some("BEGIN IMMEDIATE")).await
     }
 
     /// A read-only transaction in which every query sees the same committed state.
@@ -200,8 +195,8 @@ impl Store {
         &self,
     ) -> StoreResult<Transaction<'static, Any>> {
         let pg = self.inner.backend == Backend::Postgres;
-        let sql = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
-        begin_on_own_task(&self.inner.read, pg, sql).await
+        let sql = pg.then_some("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+        begin_on_own_task(&self.inner.read, sql).await
     }
 
     /// Appended to a `SELECT … FROM runs r …` that is about to be written to. SQLite needs
