@@ -4,7 +4,6 @@
 //! under the same key.
 
 use sagents::clock::to_millis;
-use sagents::domain::interaction::SuspensionReason;
 use sagents::domain::resource::ResourceState;
 use sagents::domain::sandbox::ReleaseDisposition;
 use sagents::store::Backend;
@@ -22,11 +21,7 @@ async fn a_claim_writes_the_release_intent_and_a_holder_lost_after_it_leaves_the
 ) {
     let lx = lx(backend).await;
     let s = lx.session().await;
-    let run = lx.isolated_run(&s).await;
-    assert_eq!(lx.drain().await, 1);
-    let claim = lx.claim_one().await;
-    lx.suspend(&claim, SuspensionReason::ApprovalRequired, 1)
-        .await;
+    let run = lx.awaiting_approval(&s).await;
     assert_eq!(lx.record(&run.id).await.state, ResourceState::Active);
 
     let mut work = lx

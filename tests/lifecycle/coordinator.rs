@@ -184,11 +184,7 @@ async fn a_release_finished_for_a_reply_goes_on_to_the_restore_in_the_same_work(
     // The provider snapshots and terminates, then the answer is lost.
     let lx = lx_ticking(backend, "release=drop:times=1").await;
     let s = lx.session().await;
-    let run = lx.isolated_run(&s).await;
-    assert_eq!(lx.drain().await, 1);
-    let claim = lx.claim_one().await;
-    lx.suspend(&claim, SuspensionReason::ApprovalRequired, 1)
-        .await;
+    let run = lx.awaiting_approval(&s).await;
     assert_eq!(lx.drain().await, 1);
     assert_eq!(lx.record(&run.id).await.state, ResourceState::ReleaseFailed);
 

@@ -262,6 +262,16 @@ impl Lx {
             .await
     }
 
+    /// An isolated run, provisioned, claimed and suspended for an approval (not yet released).
+    pub async fn awaiting_approval(&self, session: &Session) -> Run {
+        let run = self.isolated_run(session).await;
+        assert_eq!(self.drain().await, 1);
+        let claim = self.claim_one().await;
+        self.suspend(&claim, SuspensionReason::ApprovalRequired, 1)
+            .await;
+        run
+    }
+
     pub async fn record(&self, run: &RunId) -> ExecutionResourceRecord {
         self.store().get_resource(run).await.unwrap()
     }
