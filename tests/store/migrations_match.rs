@@ -27,6 +27,14 @@ const INTENDED: &[(&str, &str)] = &[
          where state='released' | postgres released_at,release_requested_at where state='released'",
         "SQLite needs the predicate's column in the index to read release latency from it alone",
     ),
+    (
+        "unique of runs: only in sqlite: lease_id",
+        "on PostgreSQL a unique lease id made every lease change lock out a child's foreign-key check",
+    ),
+    (
+        "index runs_lease_id: only in postgres",
+        "the plain index that replaced PostgreSQL's unique one; SQLite keeps its column constraint",
+    ),
 ];
 
 #[derive(Debug, Default, PartialEq)]

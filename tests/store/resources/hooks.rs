@@ -18,6 +18,7 @@ on_both_backends!(
     ending_a_run_makes_its_record_due,
     a_finished_job_wakes_a_blocked_record,
     a_child_is_written_only_once_its_parents_record_is_held,
+    a_child_is_created_while_its_parents_lease_changes,
 );
 
 /// The run's record is due at `at` with a new version and its state untouched; the
@@ -323,5 +324,50 @@ async fn a_child_is_written_only_once_its_parents_record_is_held(backend: Backen
         children,
         vec![child.id],
         "the parent's claim sees the child"
+    );
+}
+
+/// A child's creation holds its parent's record, then checks its parent's run (PostgreSQL: a
+/// foreign key's share lock). A lease change on the parent (a claim, a hand-back) holds that
+/// run, then its record: if the lease change locked out the check, the two would deadlock.
+async fn a_child_is_created_while_its_parents_lease_changes(backend: Backend) {
+    let f = fx(backend).await;
+    super::register(&f).await;
+    let s = f.session("acme").await;
+    let (parent, _) = suspended_sandbox(&f, &s, true).await;
+    let mut cmd = crate::store::run_cmd(Some(parent.id.clone()));
+    cmd.sandbox_spec = Some(super::spec());
+    let creating = f.store.create_run(&s.tenant_id, &s.id, &cmd);
+    let child = match backend {
+        Backend::Sqlite => creating.await.unwrap(),
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(f.store.url()).await.unwrap();
+            let mut lease = pool.begin().await.unwrap();
+            sqlx::query(
+                "UPDATE runs SET lease_id = 'lease_held', lease_holder = 'other:w1' WHERE id = $1",
+            )
+            .bind(parent.id.as_str())
+            .execute(&mut *lease)
+            .await
+            .unwrap();
+            let child = tokio::time::timeout(std::time::Duration::from_secs(10), creating)
+                .await
+                .expect("the creation waited for the parent's lease change")
+                .unwrap();
+            sqlx::query("UPDATE execution_resources SET version = version + 1 WHERE run_id = $1")
+                .bind(parent.id.as_str())
+                .execute(&mut *lease)
+                .await
+                .unwrap();
+            lease.rollback().await.unwrap();
+            child
+        }
+    };
+    assert_eq!(child.parent_run_id, Some(parent.id.clone()));
+    let work = super::due_work(&f).await;
+    let parent_work = work.iter().find(|w| w.run.id == parent.id);
+    assert!(
+        parent_work.is_some_and(|w| w.descendants.iter().any(|(id, _)| *id == child.id)),
+        "the parent's next claim sees the child"
     );
 }
