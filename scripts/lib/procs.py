@@ -83,9 +83,10 @@ def tail(path, lines=40):
 
 
 class Postgres:
-    def __init__(self, work, port=None):
+    def __init__(self, work, port=None, options=()):
         self.dir = work / "pg"
         self.port = port or free_port()
+        self.options = list(options)
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
         self.started = False
 
@@ -94,7 +95,7 @@ class Postgres:
         return subprocess.run(["bash", "-c", cmd, "pg", *args], capture_output=True, text=True)
 
     def start(self):
-        r = self._sh("pg_start", str(self.dir), str(self.port))
+        r = self._sh("pg_start", str(self.dir), str(self.port), *self.options)
         self.started = True
         if r.returncode != 0:
             raise StartError(f"PostgreSQL did not start: {r.stderr.strip()}\n{tail(self.dir / 'log')}")

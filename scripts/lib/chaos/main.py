@@ -112,7 +112,8 @@ def main(argv):
     (work / "logs").mkdir()
     stats = Stats(work / "logs" / "chaos-events.jsonl")
     stop = Stop()
-    pg = Postgres(work)
+    # Commit times let the checks order a child's creation against its parent's release ask.
+    pg = Postgres(work, options=("-c", "track_commit_timestamp=on"))
     signing_key = grant_cli(a.bin_dir, os.environ, "generate-key")
     public_key = grant_cli(a.bin_dir, dict(os.environ, SAGENTS_GRANT_SIGNING_KEY=signing_key), "public-key")
     provider = Provider(work, a.bin_dir, secrets.token_hex(18), public_key)

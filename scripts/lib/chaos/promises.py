@@ -16,7 +16,8 @@ ID = re.compile(r"^[0-9A-Za-z_]+$")
 def q_events(run_ids):
     ids = ",".join(f"'{r}'" for r in sorted(run_ids) if r and ID.match(r))
     return ("SELECT coalesce(json_agg(json_build_object('run_id', run_id, 'type', type, 'code', "
-            "data::jsonb->>'error_code', 'from', data::jsonb->>'from', 'at', created_at) "
+            "data::jsonb->>'error_code', 'from', data::jsonb->>'from', 'at', created_at, 'committed', "
+            "floor(extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000)) "
             "ORDER BY run_id, sequence), '[]') "
             f"FROM execution_resource_events WHERE run_id IN ({ids or 'NULL'})")
 
@@ -24,7 +25,8 @@ def q_events(run_ids):
 def q_run_entries(run_ids):
     """The session log's entries on each run's own state (`run.suspended`, `run.completed`, …)."""
     ids = ",".join(f"'{r}'" for r in sorted(run_ids) if r and ID.match(r))
-    return ("SELECT coalesce(json_agg(json_build_object('run_id', r.id, 'type', e.type, 'at', e.created_at) "
+    return ("SELECT coalesce(json_agg(json_build_object('run_id', r.id, 'type', e.type, 'at', e.created_at, "
+            "'committed', floor(extract(epoch FROM pg_xact_commit_timestamp(e.xmin)) * 1000)) "
             "ORDER BY r.id, e.sequence), '[]') FROM runs r JOIN session_events e ON e.session_id = r.session_id "
             "AND e.type LIKE 'run.%' AND e.data::jsonb->>'run_id' = r.id "
             f"WHERE r.id IN ({ids or 'NULL'})")
@@ -142,24 +144,28 @@ class Promises:
         """Rules 3(b) and 10: a suspended parent asks for its release only once every child
         record that exists is `released`. Judged at each fresh ask (a `release_requested` entry
         not coming from a release already under way) made while the parent's run was suspended,
-        for each child whose record surely existed when the ask read the blockers: its run was
-        created before the parent's suspension, or its record already has an entry (the service
-        stamps a write when its transaction begins, so a child created later may commit after
-        the ask: the release then goes on). Not promised, so not counted: the end of the
-        parent's run (rule 12 terminates its sandbox whatever holds it), and a child that comes
-        back to life after the ask (a release already sent goes on)."""
+        for each child whose record surely existed when the ask read the blockers: its creation
+        committed before the ask did (the service stamps a write when its transaction begins,
+        so a child stamped earlier may commit after the ask: the release then goes on), and its
+        run was created before the parent's suspension or its record already has an entry. Not
+        promised, so not counted: the end of the parent's run (rule 12 terminates its sandbox
+        whatever holds it), and a child that comes back to life after the ask (a release
+        already sent goes on)."""
         pairs = [(t.parent_run_id, t.run_id) for t in tracks if t.variant == "child" and t.parent_run_id]
         self.load_events({r for pair in pairs for r in pair} - set(self.events))
         entries = {}
-        for e in self.ctx.pg.psql_json(q_run_entries({parent for parent, _ in pairs})):
+        for e in self.ctx.pg.psql_json(q_run_entries({r for pair in pairs for r in pair})):
             entries.setdefault(e["run_id"], []).append(e)
         bad = []
         for parent, child in pairs:
             created = (self.runs.get(child) or {}).get("created_at")
             if created is None:
                 continue
+            committed = next((e["committed"] for e in entries.get(child, []) if e["type"] == "run.created"), None)
             for ask in self.events.get(parent, []):
                 if ask["type"] != "lifecycle.release_requested" or ask["from"] in RELEASING:
+                    continue
+                if committed is not None and ask["committed"] is not None and committed > ask["committed"]:
                     continue
                 run_state = [e for e in entries.get(parent, []) if e["at"] <= ask["at"]]
                 if not run_state or run_state[-1]["type"] != "run.suspended":
