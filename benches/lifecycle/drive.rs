@@ -409,6 +409,8 @@ pub async fn approve_to_resume(
             decision: "approve".into(),
             payload: json!({}),
             expected_revision: None,
+            payload_sha256: None,
+            comment: None,
         };
         db.store
             .reply_interaction(Some(TENANT), &run.session_id, interaction, &reply, "bench")

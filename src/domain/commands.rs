@@ -151,7 +151,19 @@ pub struct ReplyInteraction {
     /// The interaction revision the user answered; a different current revision is a conflict.
     #[serde(default)]
     pub expected_revision: Option<i64>,
+    /// The digest of the payload the user was shown (the interaction's `payload_sha256`): a
+    /// payload that is not that one any more is a conflict, so an answer is bound to it.
+    #[serde(default)]
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub payload_sha256: Option<String>,
+    /// Why the user answered so, kept with the resolution.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 2000)]
+    pub comment: Option<String>,
 }
+
+/// The longest reply comment, in characters.
+pub const MAX_COMMENT_CHARS: usize = 2000;
 
 impl ReplyInteraction {
     pub fn validate(&self) -> Result<(), ValidationError> {
@@ -159,6 +171,25 @@ impl ReplyInteraction {
             return Err(ValidationError::new(
                 "decision",
                 "must be 1 to 128 characters",
+            ));
+        }
+        let digest = self.payload_sha256.as_deref();
+        if digest.is_some_and(|d| {
+            d.len() != 64 || !d.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        }) {
+            return Err(ValidationError::new(
+                "payload_sha256",
+                "must be 64 lowercase hexadecimal digits",
+            ));
+        }
+        if self
+            .comment
+            .as_ref()
+            .is_some_and(|c| !(1..=MAX_COMMENT_CHARS).contains(&c.chars().count()))
+        {
+            return Err(ValidationError::new(
+                "comment",
+                format!("must be 1 to {MAX_COMMENT_CHARS} characters"),
             ));
         }
         validate::json_object("payload", &self.payload)

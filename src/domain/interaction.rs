@@ -59,8 +59,21 @@ pub struct Resolution {
     pub decision: String,
     #[schema(value_type = Object)]
     pub payload: serde_json::Value,
+    /// The justification the person gave with the reply, if any.
+    pub comment: Option<String>,
     pub resolved_by: String,
     pub resolved_at: DateTime<Utc>,
+}
+
+/// What a reply's `payload_sha256` binds to: the SHA-256, in lowercase hex, of the payload in
+/// its canonical form: compact JSON (no whitespace), object keys ordered by their UTF-8 bytes,
+/// strings escaped only where JSON requires it (`"`, `\`, control characters), numbers as
+/// sent (integers as digits, others in their shortest round-trip form). It is the form the
+/// service stores, so it is also served beside every payload.
+pub fn payload_digest(payload: &serde_json::Value) -> String {
+    use sha2::{Digest, Sha256};
+    let canonical = serde_json::to_vec(payload).unwrap_or_default();
+    hex::encode(Sha256::digest(canonical))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -72,6 +85,9 @@ pub struct InteractionRequest {
     pub allowed_decisions: Vec<String>,
     #[schema(value_type = Object)]
     pub payload: serde_json::Value,
+    /// `payload_digest(payload)`: a reply may send it back to bind its answer to this payload.
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub payload_sha256: String,
     pub revision: i64,
     pub requested_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
@@ -101,4 +117,33 @@ pub struct Checkpoint {
     pub state: serde_json::Value,
     pub resolved_spec_hash: String,
     pub created_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod digest_tests {
+    use serde_json::json;
+
+    use super::payload_digest;
+
+    #[test]
+    fn the_digest_is_of_compact_json_with_sorted_keys() {
+        let sent: serde_json::Value = serde_json::from_str(
+            "{ \"b\": [1, 2.5, \"x\"],\n \"a\": {\"\\u00e9\": null, \"Z\": true} }",
+        )
+        .unwrap();
+        let canonical = r#"{"a":{"Z":true,"é":null},"b":[1,2.5,"x"]}"#;
+        use sha2::{Digest, Sha256};
+        assert_eq!(
+            payload_digest(&sent),
+            hex::encode(Sha256::digest(canonical))
+        );
+        assert_eq!(
+            payload_digest(&sent),
+            payload_digest(&json!({"b": [1, 2.5, "x"], "a": {"Z": true, "é": null}}))
+        );
+        assert_ne!(
+            payload_digest(&sent),
+            payload_digest(&json!({"b": [1, 2.5, "x"]}))
+        );
+    }
 }

@@ -43,6 +43,9 @@ pub struct PendingInteraction {
     pub allowed_decisions: Vec<String>,
     #[schema(value_type = Object)]
     pub payload: serde_json::Value,
+    /// The payload's digest, for a reply to bind its answer to it (`payload_sha256`).
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub payload_sha256: String,
     pub revision: i64,
     pub requested_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,

@@ -328,6 +328,8 @@ pub fn approve() -> ReplyInteraction {
         decision: "approve".into(),
         payload: json!({}),
         expected_revision: None,
+        payload_sha256: None,
+        comment: None,
     }
 }
 

@@ -183,6 +183,8 @@ pub fn reply(decision: &str) -> ReplyInteraction {
         decision: decision.into(),
         payload: json!({ "note": "ok" }),
         expected_revision: None,
+        payload_sha256: None,
+        comment: None,
     }
 }
 

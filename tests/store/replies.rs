@@ -1,6 +1,6 @@
 use chrono::Duration;
 use sagents::domain::commands::NewInteraction;
-use sagents::domain::interaction::{InteractionStatus, InteractionType};
+use sagents::domain::interaction::{payload_digest, InteractionStatus, InteractionType};
 use sagents::domain::run::{RunState, RunStatus};
 use sagents::domain::{InteractionId, SessionId};
 use sagents::store::{Backend, StoreError};
@@ -13,6 +13,7 @@ on_both_backends!(
     replies_resolve_once_and_replay_the_first_answer,
     replies_must_fit_the_interaction,
     expired_interactions_fail_their_runs,
+    a_reply_is_bound_to_the_payload_shown_and_keeps_its_comment,
 );
 
 fn conflict<T: std::fmt::Debug>(r: Result<T, StoreError>) -> &'static str {
@@ -193,4 +194,74 @@ async fn expired_interactions_fail_their_runs(backend: Backend) {
         1,
         "interactions without a deadline never expire"
     );
+}
+
+/// A reply that names the digest of the payload it was made for is refused when the
+/// interaction's payload is another one; its comment is kept with the resolution and logged.
+async fn a_reply_is_bound_to_the_payload_shown_and_keeps_its_comment(backend: Backend) {
+    let f = fx(backend).await;
+    let s = f.session("acme").await;
+    f.suspended(&s, true).await;
+    let before = f.snapshot(&s).await;
+    let pending = &before.pending_interactions[0];
+    assert_eq!(
+        pending.payload_sha256,
+        payload_digest(&pending.payload),
+        "the snapshot serves the payload's digest"
+    );
+
+    let mut elsewhere = reply("approve");
+    elsewhere.payload_sha256 = Some(payload_digest(&json!({ "command": "rm -rf /" })));
+    assert_eq!(
+        conflict(
+            f.store
+                .reply_interaction(Some("acme"), &s.id, &pending.id, &elsewhere, "u")
+                .await
+        ),
+        "interaction.payload_changed"
+    );
+    assert_eq!(
+        f.snapshot(&s).await,
+        before,
+        "a refused reply changes nothing"
+    );
+
+    let mut bound = reply("approve");
+    bound.payload_sha256 = Some(pending.payload_sha256.clone());
+    bound.comment = Some("checked the diff with Ann".into());
+    let answer = f
+        .store
+        .reply_interaction(Some("acme"), &s.id, &pending.id, &bound, "u")
+        .await
+        .unwrap();
+    let resolution = answer.interaction.resolution.expect("resolved");
+    assert_eq!(
+        resolution.comment.as_deref(),
+        Some("checked the diff with Ann")
+    );
+    f.advance(1);
+    let replay = f
+        .store
+        .reply_interaction(Some("acme"), &s.id, &pending.id, &bound, "u")
+        .await
+        .unwrap();
+    assert_eq!(
+        replay
+            .interaction
+            .resolution
+            .and_then(|r| r.comment)
+            .as_deref(),
+        Some("checked the diff with Ann"),
+        "the comment is stored"
+    );
+    let events = f
+        .store
+        .list_events(Some("acme"), &s.id, 0, 100)
+        .await
+        .unwrap();
+    let resolved = events
+        .iter()
+        .find(|e| e.r#type == "interaction.resolved")
+        .expect("a resolution entry");
+    assert_eq!(resolved.data["comment"], "checked the diff with Ann");
 }

@@ -175,6 +175,7 @@ function renderDetail() {
   $('d-payload').textContent = JSON.stringify(it.payload, null, 2);
   const box = $('decisions');
   if (box.dataset.interaction === it.id && box.childElementCount === it.allowed_decisions.length) return;
+  if (box.dataset.interaction !== it.id) $('comment').value = '';
   box.dataset.interaction = it.id;
   box.replaceChildren();
   for (const decision of it.allowed_decisions) {
@@ -191,6 +192,7 @@ async function reply(item, decision, button) {
   const it = item.interaction;
   const buttons = $('decisions').querySelectorAll('button');
   buttons.forEach((b) => { b.disabled = true; });
+  const comment = $('comment').value.trim();
   $('status').textContent = 'Sending ' + decision + '…';
   let res;
   try {
@@ -202,7 +204,10 @@ async function reply(item, decision, button) {
         'content-type': 'application/json',
         'idempotency-key': uuid(),
       },
-      body: JSON.stringify({ decision, expected_revision: it.revision }),
+      // Bound to the payload on screen: a changed one is refused, not approved unseen.
+      body: JSON.stringify(Object.assign(
+        { decision, expected_revision: it.revision, payload_sha256: it.payload_sha256 },
+        comment ? { comment } : {})),
     });
   } catch (e) {
     buttons.forEach((b) => { b.disabled = false; });

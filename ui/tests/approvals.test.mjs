@@ -114,7 +114,8 @@ try {
   check('selecting shows the payload pretty-printed as text and one button per decision');
   await page.screenshot({ path: join(shots, 'sagents-ui-selected.png'), fullPage: true });
 
-  await page.keyboard.press('Enter');
+  await page.locator('#comment').fill('checked the diff');
+  await page.locator('#decisions button', { hasText: 'approve' }).click();
   await page.locator('#status', { hasText: 'Sent: approve.' }).waitFor();
   await interactionButton(page, interaction.id).waitFor({ state: 'detached' });
   check('approving removes it from the approver\'s inbox');
@@ -130,6 +131,10 @@ try {
   const resumed = claims.claims.find((c) => c.run.id === runId);
   assert.ok(resumed, `the approved run is claimable again: ${JSON.stringify(claims)}`);
   check('the approved run is claimable again for resumption');
+  const log = await api('GET', `/v1/sessions/${sessionId}/events`, front, undefined, 200);
+  const resolved = JSON.stringify(log).includes('"comment":"checked the diff"');
+  assert.ok(resolved, `the comment is kept with the answer: ${JSON.stringify(log)}`);
+  check('the reply carries the comment, bound to the payload shown');
 
   // A page whose inbox stopped updating (its long-polls held) still shows the other
   // interaction; answered meanwhile elsewhere, the service refuses its reply with 409.

@@ -796,6 +796,8 @@ export interface components {
             status: components["schemas"]["InteractionStatus"];
             allowed_decisions: string[];
             payload: Record<string, unknown>;
+            /** @description `payload_digest(payload)`: a reply may send it back to bind its answer to this payload. */
+            payload_sha256: string;
             /** Format: int64 */
             revision: number;
             /** Format: date-time */
@@ -948,6 +950,8 @@ export interface components {
             interaction_type: components["schemas"]["InteractionType"];
             allowed_decisions: string[];
             payload: Record<string, unknown>;
+            /** @description The payload's digest, for a reply to bind its answer to it (`payload_sha256`). */
+            payload_sha256: string;
             /** Format: int64 */
             revision: number;
             /** Format: date-time */
@@ -1013,6 +1017,13 @@ export interface components {
              * @description The interaction revision the user answered; a different current revision is a conflict.
              */
             expected_revision?: number | null;
+            /**
+             * @description The digest of the payload the user was shown (the interaction's `payload_sha256`): a
+             *     payload that is not that one any more is a conflict, so an answer is bound to it.
+             */
+            payload_sha256?: string | null;
+            /** @description Why the user answered so, kept with the resolution. */
+            comment?: string | null;
         };
         ReplyOutcome: {
             interaction: components["schemas"]["InteractionRequest"];
@@ -1021,6 +1032,8 @@ export interface components {
         Resolution: {
             decision: string;
             payload: Record<string, unknown>;
+            /** @description The justification the person gave with the reply, if any. */
+            comment?: string | null;
             resolved_by: string;
             /** Format: date-time */
             resolved_at: string;

@@ -42,6 +42,7 @@ pub fn interaction(status: InteractionStatus) -> InteractionRequest {
         status,
         allowed_decisions: vec!["approve".into(), "deny".into()],
         payload: json!({}),
+        payload_sha256: crate::domain::interaction::payload_digest(&json!({})),
         revision: 1,
         requested_at: now() - Duration::minutes(5),
         expires_at: None,

@@ -68,6 +68,16 @@ pub fn decide(found: Found<'_>, reply: Reply<'_>, now: DateTime<Utc>) -> Result<
             ),
         ));
     }
+    if cmd
+        .payload_sha256
+        .as_ref()
+        .is_some_and(|d| *d != current.payload_sha256)
+    {
+        return Err(Refusal::conflict(
+            "interaction.payload_changed",
+            "the interaction's payload is not the one the reply was made for",
+        ));
+    }
     if current.expires_at.is_some_and(|at| at <= now) {
         return Err(Refusal::conflict(
             "interaction.expired",
@@ -84,6 +94,7 @@ pub fn decide(found: Found<'_>, reply: Reply<'_>, now: DateTime<Utc>) -> Result<
         resolution: Resolution {
             decision: cmd.decision.clone(),
             payload: cmd.payload.clone(),
+            comment: cmd.comment.clone(),
             resolved_by: reply.resolved_by.to_owned(),
             resolved_at: now,
         },
@@ -104,6 +115,8 @@ mod tests {
             decision: decision.into(),
             payload: json!({"note": "ok"}),
             expected_revision: None,
+            payload_sha256: None,
+            comment: None,
         }
     }
 
@@ -136,6 +149,7 @@ mod tests {
         let resolution = Resolution {
             decision: "approve".into(),
             payload: json!({"note": "ok"}),
+            comment: None,
             resolved_by: "ann".into(),
             resolved_at: now(),
         };
@@ -154,6 +168,7 @@ mod tests {
         i.resolution = Some(Resolution {
             decision: "approve".into(),
             payload: json!({"note": "ok"}),
+            comment: None,
             resolved_by: "bob".into(),
             resolved_at: now(),
         });
@@ -163,6 +178,33 @@ mod tests {
         let mut other_payload = cmd("approve");
         other_payload.payload = json!({});
         assert_eq!(code(ask(&i, &r, &other_payload)), "interaction.not_pending");
+    }
+
+    #[test]
+    fn a_reply_bound_to_another_payload_is_a_conflict_and_its_comment_is_kept() {
+        let (mut i, r) = (
+            interaction(InteractionStatus::Pending),
+            run(RunState::Suspended),
+        );
+        i.payload = json!({"command": "rm -rf build"});
+        i.payload_sha256 = crate::domain::interaction::payload_digest(&i.payload);
+        let mut shown_before = cmd("approve");
+        shown_before.payload_sha256 = Some(crate::domain::interaction::payload_digest(
+            &json!({"command": "ls"}),
+        ));
+        assert_eq!(
+            code(ask(&i, &r, &shown_before)),
+            "interaction.payload_changed"
+        );
+        let mut shown = cmd("approve");
+        shown.payload_sha256 = Some(i.payload_sha256.clone());
+        shown.comment = Some("only the build folder".into());
+        match ask(&i, &r, &shown) {
+            Ok(Decision::Resolve { resolution, .. }) => {
+                assert_eq!(resolution.comment.as_deref(), Some("only the build folder"));
+            }
+            other => panic!("not resolved: {other:?}"),
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::records::{
 use crate::clock::from_millis;
 use crate::domain::claim::LeaseState;
 use crate::domain::interaction::{
-    Checkpoint, InteractionRequest, InteractionStatus, Resolution, Suspension,
+    payload_digest, Checkpoint, InteractionRequest, InteractionStatus, Resolution, Suspension,
 };
 use crate::domain::job::Job;
 use crate::domain::resource::ExecutionResourceRecord;
@@ -59,7 +59,7 @@ pub(in crate::store) const RUN_RECORD_BY_KEY: &str = concat!(
 pub(in crate::store) const INTERACTION_COLS: &str =
     "i.id, i.run_id, i.session_id, i.interaction_type, \
      i.status, i.allowed_decisions, i.payload, i.revision, i.requested_at, i.expires_at, \
-     i.decision, i.resolution_payload, i.resolved_by, i.resolved_at";
+     i.decision, i.resolution_payload, i.resolution_comment, i.resolved_by, i.resolved_at";
 
 pub(in crate::store) const CHECKPOINT_COLS: &str = "c.id, c.run_id, c.sequence, c.codec_version, \
      c.state, c.resolved_spec_hash, c.created_at";
@@ -269,11 +269,13 @@ pub(in crate::store) fn interaction_record(row: &AnyRow) -> StoreResult<Interact
             decision,
             payload: opt_json(row, "resolution_payload")?
                 .unwrap_or_else(|| serde_json::Value::Object(Default::default())),
+            comment: opt_text(row, "resolution_comment")?,
             resolved_by,
             resolved_at,
         }),
         _ => None,
     };
+    let payload = json(row, "payload")?;
     Ok(InteractionRecord {
         interaction: InteractionRequest {
             id: InteractionId::from_trusted(text(row, "id")?),
@@ -281,7 +283,8 @@ pub(in crate::store) fn interaction_record(row: &AnyRow) -> StoreResult<Interact
             interaction_type: enumeration(row, "interaction_type")?,
             status,
             allowed_decisions,
-            payload: json(row, "payload")?,
+            payload_sha256: payload_digest(&payload),
+            payload,
             revision: int(row, "revision")?,
             requested_at: time(row, "requested_at")?,
             expires_at: opt_time(row, "expires_at")?,
@@ -299,6 +302,7 @@ pub(in crate::store) fn pending_interaction(row: &AnyRow) -> StoreResult<Pending
         interaction_type: i.interaction_type,
         allowed_decisions: i.allowed_decisions,
         payload: i.payload,
+        payload_sha256: i.payload_sha256,
         revision: i.revision,
         requested_at: i.requested_at,
         expires_at: i.expires_at,

@@ -161,6 +161,7 @@ impl Store {
                     "run_id": run.id,
                     "decision": r.resolution.decision,
                     "resolved_by": item.resolved_by,
+                    "comment": r.resolution.comment,
                 }),
             );
             tx.event(
@@ -191,8 +192,9 @@ impl Store {
         let sql = format!(
             "UPDATE interactions SET status = 'resolved', revision = revision + 1, \
              decision = v.column2, resolution_payload = v.column3, resolved_by = v.column4, \
-             resolved_at = $1 FROM (VALUES {}) AS v WHERE interactions.id = v.column1",
-            value_rows(2, resolving.len(), 4)
+             resolution_comment = v.column5, resolved_at = $1 \
+             FROM (VALUES {}) AS v WHERE interactions.id = v.column1",
+            value_rows(2, resolving.len(), 5)
         );
         let mut update = sqlx::query(&sql).bind(to_millis(tx.now));
         for r in resolving {
@@ -200,7 +202,8 @@ impl Store {
                 .bind(r.current.id.as_str())
                 .bind(r.resolution.decision.clone())
                 .bind(rows::to_json(&r.resolution.payload)?)
-                .bind(r.resolution.resolved_by.clone());
+                .bind(r.resolution.resolved_by.clone())
+                .bind(r.resolution.comment.clone());
         }
         update.execute(tx.conn()).await?;
         let ids: Vec<&str> = resolving.iter().map(|r| r.current.id.as_str()).collect();
@@ -251,12 +254,13 @@ impl Store {
         // The ids again as lists of the same parameters: a semi-join over `v` is planned as a
         // sequential scan of the table once a group has a few dozen rows.
         let n = padded(resolving.len());
-        let (interaction_ids, run_ids) = (value_column(2, n, 7, 0), value_column(2, n, 7, 4));
+        let (interaction_ids, run_ids) = (value_column(2, n, 8, 0), value_column(2, n, 8, 4));
         let sql = format!(
             "WITH v AS (VALUES {}), \
              i AS (UPDATE interactions SET status = 'resolved', revision = revision + 1, \
              decision = v.column2, resolution_payload = v.column3, resolved_by = v.column4, \
-             resolved_at = $1 FROM v WHERE interactions.id = v.column1 \
+             resolution_comment = v.column8, resolved_at = $1 FROM v \
+             WHERE interactions.id = v.column1 \
              AND interactions.id IN ({interaction_ids})), \
              p AS (UPDATE suspensions SET status = 'resolving' \
              WHERE status = 'pending' AND interaction_id IN ({interaction_ids})), \
@@ -267,7 +271,7 @@ impl Store {
              FROM v WHERE runs.id = v.column5 AND runs.id IN ({run_ids}) \
              RETURNING {RUN_RETURNING}) \
              SELECT r.*, (SELECT count(*) FROM d) AS due FROM r",
-            value_rows(2, n, 7)
+            value_rows(2, n, 8)
         );
         let mut update = sqlx::query(&sql).bind(to_millis(tx.now));
         // Padded with the last row: an `UPDATE … FROM` writes a row matched twice once.
@@ -280,7 +284,8 @@ impl Store {
                 .bind(r.resolution.resolved_by.clone())
                 .bind(r.rec.run.id.as_str())
                 .bind(r.to.as_str())
-                .bind(i64::from(status_changes));
+                .bind(i64::from(status_changes))
+                .bind(r.resolution.comment.clone());
         }
         let found = update.fetch_all(tx.conn()).await?;
         if let Some(row) = found.first() {
