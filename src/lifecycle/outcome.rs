@@ -95,7 +95,8 @@ fn schedule_retry(
     cadence: Cadence,
 ) {
     record.retry_count = record.retry_count.saturating_add(1);
-    let attempts = match error.code == TIMED_OUT && cadence != Cadence::Release {
+    let timed_out = error.outcome_unknown() && error.code == TIMED_OUT;
+    let attempts = match timed_out && cadence != Cadence::Release {
         true => 1,
         false => u32::try_from(record.retry_count).unwrap_or(u32::MAX),
     };

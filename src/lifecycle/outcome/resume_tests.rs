@@ -66,6 +66,24 @@ fn a_call_that_timed_out_while_a_human_waits_is_asked_again_after_the_first_wait
 }
 
 #[test]
+fn a_provider_error_named_like_a_timeout_keeps_the_backoff() {
+    let named = ProviderCallError::Recoverable {
+        status: 503,
+        error: WireError {
+            code: crate::providers::client::TIMED_OUT.into(),
+            ..provider_error(true)
+        },
+    };
+    let (mut r, _, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
+    r.retry_count = 5;
+    let resume = Cadence::Resume {
+        since: t - Duration::seconds(8),
+    };
+    let failed = release_failed(r, &named, t, 0.0, resume).unwrap();
+    assert_eq!(failed.next_retry_at, Some(t + Duration::seconds(5)));
+}
+
+#[test]
 fn a_release_in_progress_keeps_its_state_and_counts_no_attempt() {
     let (r, _, t) = releasing(ReleaseDisposition::SnapshotAndTerminate);
     let waiting =

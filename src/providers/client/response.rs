@@ -127,10 +127,16 @@ pub(super) fn classify_error_body(status: StatusCode, body: &[u8]) -> ProviderCa
     )
 }
 
+/// A provider's error body, if `body` is one. The category `uncertain` is the service's own
+/// (a call that got no word, such as a timeout): a body claiming it is not the provider's.
 fn v3_error(body: &[u8]) -> Option<ProviderError> {
     serde_json::from_slice::<ProviderError>(body)
         .ok()
-        .filter(|e| !e.code.trim().is_empty() && !e.category.trim().is_empty())
+        .filter(|e| {
+            !e.code.trim().is_empty()
+                && !e.category.trim().is_empty()
+                && e.category != crate::domain::sandbox::ProviderError::UNCERTAIN
+        })
 }
 
 const SHOWN_BYTES: usize = 120;
@@ -162,6 +168,16 @@ mod tests {
     fn v3(code: &str, category: &str, retryable: bool) -> String {
         serde_json::json!({"code": code, "category": category, "message": "m", "retryable": retryable})
             .to_string()
+    }
+
+    #[test]
+    fn a_body_claiming_the_services_own_uncertain_category_is_not_the_providers_word() {
+        let spoofed = v3(super::super::TIMED_OUT, "uncertain", true);
+        let e = classify_error_body(StatusCode::SERVICE_UNAVAILABLE, spoofed.as_bytes());
+        assert_eq!(not_an_answer(&e), Some(503), "{e:?}");
+        let honest = v3("provider.internal", "internal", true);
+        let e = classify_error_body(StatusCode::SERVICE_UNAVAILABLE, honest.as_bytes());
+        assert!(matches!(e, ProviderCallError::Recoverable { .. }), "{e:?}");
     }
 
     fn not_an_answer(e: &ProviderCallError) -> Option<u16> {
