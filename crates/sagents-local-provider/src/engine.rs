@@ -226,10 +226,13 @@ impl Engine {
             if rec.state == SandboxState::Ready {
                 // A release killed between its freeze and saving `suspended` left it frozen.
                 let cg = cfg.cgroups.sandbox(&id);
-                match (cg.can_freeze() && cg.exists(), rec.leader) {
-                    (true, _) => drop(cg.thaw()),
-                    (false, Some(leader)) => drop(leader.resume()),
-                    (false, None) => {}
+                let thawed = match (cg.can_freeze() && cg.exists(), rec.leader) {
+                    (true, _) => cg.thaw().map_err(|e| e.to_string()),
+                    (false, Some(leader)) => leader.resume().map_err(|e| e.to_string()),
+                    (false, None) => Ok(()),
+                };
+                if let Err(e) = thawed {
+                    tracing::warn!(sandbox_id = %id, error = %e, "could not thaw a ready sandbox");
                 }
             }
             if rec.state == SandboxState::Suspended && !rec.awaits_kill() {
