@@ -12,6 +12,8 @@ use crate::telemetry::queue::DroppedLines;
 pub struct Metrics {
     pub lease_claims: AtomicU64,
     pub lease_takeovers: AtomicU64,
+    /// Lifecycle claim transactions that leased at least one run.
+    pub lifecycle_claims: AtomicU64,
     pub fenced_rejections: AtomicU64,
     /// Transactions the group commit wrote, and the writes in them.
     pub group_commits: AtomicU64,
@@ -51,6 +53,11 @@ impl Metrics {
                 "sagents_lease_claims_total",
                 "Leases granted to runtime workers.",
                 &self.lease_claims,
+            ),
+            (
+                "sagents_lifecycle_claims_total",
+                "Lifecycle claim transactions that leased at least one run.",
+                &self.lifecycle_claims,
             ),
             (
                 "sagents_lease_takeovers_total",

@@ -196,6 +196,8 @@ pub struct Groups {
     pub writes: u64,
     /// Runs leased by lifecycle claims.
     pub claimed: u64,
+    /// Claim transactions that leased them.
+    pub claims: u64,
     /// CPU time of the whole process (user + system), in microseconds.
     pub cpu_us: u64,
     /// Context switches of the whole process (voluntary and not).
@@ -223,6 +225,7 @@ impl Groups {
             commits: m.group_commits.load(Ordering::Relaxed),
             writes: m.grouped_writes.load(Ordering::Relaxed),
             claimed: m.lease_claims.load(Ordering::Relaxed),
+            claims: m.lifecycle_claims.load(Ordering::Relaxed),
             cpu_us,
             switches,
         }
@@ -233,6 +236,7 @@ impl Groups {
             commits: self.commits - before.commits,
             writes: self.writes - before.writes,
             claimed: self.claimed - before.claimed,
+            claims: self.claims - before.claims,
             cpu_us: self.cpu_us - before.cpu_us,
             switches: self.switches - before.switches,
         }

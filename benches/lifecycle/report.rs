@@ -175,10 +175,12 @@ fn groups_cell(groups: &[Groups], n: usize) -> String {
         .iter()
         .map(|g| {
             format!(
-                "{:.2} group commits and {:.2} claimed runs per release, {:.1} writes per group, \
+                "{:.2} group commits and {:.2} claimed runs per release, {:.1} runs per claim, \
+                 {:.1} writes per group, \
                  {:.0} µs CPU and {:.1} context switches per release",
                 g.commits as f64 / n as f64,
                 g.claimed as f64 / n as f64,
+                g.claimed as f64 / g.claims.max(1) as f64,
                 g.writes as f64 / g.commits.max(1) as f64,
                 g.cpu_us as f64 / n as f64,
                 g.switches as f64 / n as f64

@@ -67,6 +67,9 @@ impl Store {
         metrics
             .lease_takeovers
             .fetch_add(takeovers, Ordering::Relaxed);
+        if !work.is_empty() {
+            metrics.lifecycle_claims.fetch_add(1, Ordering::Relaxed);
+        }
         work.sort_by(|a, b| (a.record.due_at, &a.run.id).cmp(&(b.record.due_at, &b.run.id)));
         Ok(work)
     }
