@@ -255,6 +255,11 @@ fn start_lifecycle_pool(state: &AppState) -> WorkerPool {
 fn spawn_background_tasks(state: &AppState) -> Vec<JoinHandle<()>> {
     let mut tasks = vec![
         every(INTERACTION_SWEEP_INTERVAL, state, |store| async move {
+            match store.warn_expiring().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(warned = n, "announced interaction deadlines"),
+                Err(e) => tracing::warn!(error = %e, "interaction warning sweep failed"),
+            }
             match store.expire_interactions().await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(expired = n, "expired pending interactions"),

@@ -180,6 +180,9 @@ pub async fn suspend(store: &Store, c: &Claimed, sequence: i64) {
                     allowed_decisions: vec!["approve".into(), "deny".into()],
                     payload: json!({ "command": "make deploy" }),
                     expires_at: None,
+                    expires_in_seconds: None,
+                    warn_before_seconds: None,
+                    on_expiry: None,
                 }),
             },
         )

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::interaction::{InteractionType, SuspensionReason};
+use super::interaction::{ExpiryAction, InteractionType, OnExpiry, SuspensionReason};
 use super::job::{ExecutionAffinity, JobState, PauseBehavior};
 use super::sandbox::{ResolvedSandboxSpec, SpecError};
 use super::validate::{self, ValidationError};
@@ -99,8 +99,117 @@ pub struct NewInteraction {
     #[serde(default = "empty_object")]
     #[schema(value_type = Object)]
     pub payload: serde_json::Value,
+    /// The deadline; or give `expires_in_seconds` instead.
     #[serde(default)]
     pub expires_at: Option<DateTime<Utc>>,
+    /// The deadline, counted from the suspension's commit.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 31536000)]
+    pub expires_in_seconds: Option<i64>,
+    /// Announces the deadline this long before it (`interaction.expiring`, once).
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 31536000)]
+    pub warn_before_seconds: Option<i64>,
+    /// What the deadline does; `{"action": "fail"}` when not given.
+    #[serde(default)]
+    pub on_expiry: Option<OnExpiry>,
+}
+
+/// The longest deadline and warning an interaction may name, in seconds (a year).
+pub const MAX_EXPIRY_SECONDS: i64 = 31_536_000;
+
+impl NewInteraction {
+    /// The deadline, as an instant, for a suspension committed at `now`.
+    pub fn deadline(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.expires_at
+            .or_else(|| Some(now + chrono::Duration::seconds(self.expires_in_seconds?)))
+    }
+
+    /// When the deadline is announced, for a suspension committed at `now`.
+    pub fn warn_at(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        Some(self.deadline(now)? - chrono::Duration::seconds(self.warn_before_seconds?))
+    }
+
+    fn validate(&self, now: DateTime<Utc>) -> Result<(), ValidationError> {
+        validate::allowed_decisions("interaction.allowed_decisions", &self.allowed_decisions)?;
+        validate::json_object("interaction.payload", &self.payload)?;
+        if self.expires_at.is_some_and(|at| at <= now) {
+            return Err(ValidationError::new(
+                "interaction.expires_at",
+                "must be in the future",
+            ));
+        }
+        let seconds = 1..=MAX_EXPIRY_SECONDS;
+        if let Some(s) = self.expires_in_seconds {
+            if self.expires_at.is_some() {
+                return Err(ValidationError::new(
+                    "interaction.expires_in_seconds",
+                    "give either expires_at or expires_in_seconds, not both",
+                ));
+            }
+            if !seconds.contains(&s) {
+                return Err(ValidationError::new(
+                    "interaction.expires_in_seconds",
+                    format!("must be 1 to {MAX_EXPIRY_SECONDS}"),
+                ));
+            }
+        }
+        let has_deadline = self.expires_at.is_some() || self.expires_in_seconds.is_some();
+        if let Some(s) = self.warn_before_seconds {
+            if !seconds.contains(&s) {
+                return Err(ValidationError::new(
+                    "interaction.warn_before_seconds",
+                    format!("must be 1 to {MAX_EXPIRY_SECONDS}"),
+                ));
+            }
+            if !has_deadline {
+                return Err(ValidationError::new(
+                    "interaction.warn_before_seconds",
+                    "needs a deadline (expires_at or expires_in_seconds)",
+                ));
+            }
+        }
+        if let Some(policy) = &self.on_expiry {
+            self.validate_on_expiry(policy, has_deadline)?;
+        }
+        Ok(())
+    }
+
+    fn validate_on_expiry(
+        &self,
+        policy: &OnExpiry,
+        has_deadline: bool,
+    ) -> Result<(), ValidationError> {
+        let field = "interaction.on_expiry.decision";
+        match (policy.action, &policy.decision) {
+            (ExpiryAction::Decide, None) => {
+                return Err(ValidationError::new(
+                    field,
+                    "is required with the action decide",
+                ))
+            }
+            (ExpiryAction::Decide, Some(d)) if !self.allowed_decisions.contains(d) => {
+                return Err(ValidationError::new(
+                    field,
+                    format!("must be one of: {}", self.allowed_decisions.join(", ")),
+                ))
+            }
+            (ExpiryAction::Fail | ExpiryAction::Cancel, Some(_)) => {
+                return Err(ValidationError::new(
+                    field,
+                    "is given only with the action decide",
+                ))
+            }
+            _ => {}
+        }
+        if policy.action != ExpiryAction::Fail && !has_deadline {
+            return Err(ValidationError::new(
+                "interaction.on_expiry",
+                "needs a deadline (expires_at or expires_in_seconds)",
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -127,14 +236,7 @@ impl SuspendRun {
             &self.checkpoint.resolved_spec_hash,
         )?;
         if let Some(i) = &self.interaction {
-            validate::allowed_decisions("interaction.allowed_decisions", &i.allowed_decisions)?;
-            validate::json_object("interaction.payload", &i.payload)?;
-            if i.expires_at.is_some_and(|at| at <= now) {
-                return Err(ValidationError::new(
-                    "interaction.expires_at",
-                    "must be in the future",
-                ));
-            }
+            i.validate(now)?;
         }
         Ok(())
     }

@@ -54,6 +54,39 @@ text_enum! {
     }
 }
 
+text_enum! {
+    pub enum ExpiryAction as "expiry action" {
+        Fail => "fail",
+        Cancel => "cancel",
+        Decide => "decide",
+    }
+}
+
+/// Who a resolution made by an interaction's deadline is recorded as resolved by.
+pub const RESOLVED_BY_EXPIRY: &str = "system:expiry";
+
+/// What happens when a pending interaction's deadline passes: its run fails (`fail`, the
+/// default), is cancelled (`cancel`), or goes on with `decision`, one of the interaction's
+/// allowed decisions, recorded as resolved by `system:expiry` (`decide`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OnExpiry {
+    pub action: ExpiryAction,
+    /// With `decide` (and only then): the decision the deadline makes.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 128)]
+    pub decision: Option<String>,
+}
+
+impl Default for OnExpiry {
+    fn default() -> Self {
+        Self {
+            action: ExpiryAction::Fail,
+            decision: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Resolution {
     pub decision: String,
@@ -91,6 +124,8 @@ pub struct InteractionRequest {
     pub revision: i64,
     pub requested_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
+    /// What the deadline does if nobody answers first.
+    pub on_expiry: OnExpiry,
     pub resolution: Option<Resolution>,
 }
 

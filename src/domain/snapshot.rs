@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::interaction::InteractionType;
+use super::interaction::{InteractionType, OnExpiry};
 use super::run::RunStatus;
 use super::{InteractionId, RunId, SessionId};
 
@@ -49,6 +49,8 @@ pub struct PendingInteraction {
     pub revision: i64,
     pub requested_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
+    /// What the deadline does if nobody answers first.
+    pub on_expiry: OnExpiry,
 }
 
 impl Snapshot {

@@ -63,6 +63,13 @@ async fn bad_input_is_refused_and_changes_nothing(backend: Backend) {
     bad_enum["workspace_mode"] = json!("cloud");
     let mut duplicate = suspend_body(1, 2, true);
     duplicate["interaction"]["allowed_decisions"] = json!(["approve", "approve"]);
+    let with_interaction = |fields: serde_json::Value| {
+        let mut body = suspend_body(1, 2, true);
+        for (k, v) in fields.as_object().unwrap() {
+            body["interaction"][k] = v.clone();
+        }
+        body
+    };
     let mut wrong_nested_type = suspend_body(1, 2, false);
     wrong_nested_type["checkpoint"]["sequence"] = json!("two");
 
@@ -217,6 +224,70 @@ async fn bad_input_is_refused_and_changes_nothing(backend: Backend) {
             422,
             "request.invalid",
             Some("interaction.allowed_decisions"),
+        ),
+        json_case(
+            "two deadlines",
+            Method::POST,
+            &suspend,
+            &rt,
+            with_interaction(
+                json!({"expires_at": "2999-01-01T00:00:00Z", "expires_in_seconds": 60}),
+            ),
+            422,
+            "request.invalid",
+            Some("interaction.expires_in_seconds"),
+        ),
+        json_case(
+            "a deadline of no time",
+            Method::POST,
+            &suspend,
+            &rt,
+            with_interaction(json!({"expires_in_seconds": 0})),
+            422,
+            "request.invalid",
+            Some("interaction.expires_in_seconds"),
+        ),
+        json_case(
+            "a warning without a deadline",
+            Method::POST,
+            &suspend,
+            &rt,
+            with_interaction(json!({"warn_before_seconds": 10})),
+            422,
+            "request.invalid",
+            Some("interaction.warn_before_seconds"),
+        ),
+        json_case(
+            "an expiry decision left out",
+            Method::POST,
+            &suspend,
+            &rt,
+            with_interaction(json!({"expires_in_seconds": 60, "on_expiry": {"action": "decide"}})),
+            422,
+            "request.invalid",
+            Some("interaction.on_expiry.decision"),
+        ),
+        json_case(
+            "an expiry decision not allowed",
+            Method::POST,
+            &suspend,
+            &rt,
+            with_interaction(
+                json!({"expires_in_seconds": 60, "on_expiry": {"action": "decide", "decision": "maybe"}}),
+            ),
+            422,
+            "request.invalid",
+            Some("interaction.on_expiry.decision"),
+        ),
+        json_case(
+            "an unknown expiry action",
+            Method::POST,
+            &suspend,
+            &rt,
+            with_interaction(json!({"expires_in_seconds": 60, "on_expiry": {"action": "explode"}})),
+            422,
+            "request.invalid",
+            Some("interaction.on_expiry.action"),
         ),
         json_case(
             "wrong nested type",

@@ -315,6 +315,9 @@ impl Lx {
                         allowed_decisions: vec!["approve".into(), "deny".into()],
                         payload: json!({ "command": "make deploy" }),
                         expires_at: None,
+                        expires_in_seconds: None,
+                        warn_before_seconds: None,
+                        on_expiry: None,
                     }),
                 },
             )

@@ -22,6 +22,7 @@ mod admin;
 mod cancelled;
 mod claims;
 mod cycle;
+mod expiry;
 mod grouped_replies;
 mod grouped_transitions;
 mod grouped_writes;
@@ -174,6 +175,9 @@ pub fn suspend_cmd(token: i64, sequence: i64, interaction: bool) -> SuspendRun {
             allowed_decisions: vec!["approve".into(), "deny".into()],
             payload: json!({ "command": "rm -rf build" }),
             expires_at: None,
+            expires_in_seconds: None,
+            warn_before_seconds: None,
+            on_expiry: None,
         }),
     }
 }

@@ -138,6 +138,9 @@ async fn expired_interactions_fail_their_runs(backend: Backend) {
         allowed_decisions: vec!["submit".into()],
         payload: json!({ "question": "which branch?" }),
         expires_at: Some(f.store.now() + Duration::seconds(60)),
+        expires_in_seconds: None,
+        warn_before_seconds: None,
+        on_expiry: None,
     });
     f.store
         .suspend_run(Some("acme"), &claim.run.id, &cmd)

@@ -744,6 +744,8 @@ export interface components {
             spec_hash?: string | null;
             policy_hash?: string | null;
         };
+        /** @enum {string} */
+        ExpiryAction: "fail" | "cancel" | "decide";
         FailRun: {
             /** Format: int64 */
             fencing_token: number;
@@ -804,6 +806,8 @@ export interface components {
             requested_at: string;
             /** Format: date-time */
             expires_at?: string | null;
+            /** @description What the deadline does if nobody answers first. */
+            on_expiry: components["schemas"]["OnExpiry"];
             resolution?: null | components["schemas"]["Resolution"];
         };
         /** @enum {string} */
@@ -939,8 +943,32 @@ export interface components {
             interaction_type: components["schemas"]["InteractionType"];
             allowed_decisions: string[];
             payload?: Record<string, unknown>;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description The deadline; or give `expires_in_seconds` instead.
+             */
             expires_at?: string | null;
+            /**
+             * Format: int64
+             * @description The deadline, counted from the suspension's commit.
+             */
+            expires_in_seconds?: number | null;
+            /**
+             * Format: int64
+             * @description Announces the deadline this long before it (`interaction.expiring`, once).
+             */
+            warn_before_seconds?: number | null;
+            on_expiry?: null | components["schemas"]["OnExpiry"];
+        };
+        /**
+         * @description What happens when a pending interaction's deadline passes: its run fails (`fail`, the
+         *     default), is cancelled (`cancel`), or goes on with `decision`, one of the interaction's
+         *     allowed decisions, recorded as resolved by `system:expiry` (`decide`).
+         */
+        OnExpiry: {
+            action: components["schemas"]["ExpiryAction"];
+            /** @description With `decide` (and only then): the decision the deadline makes. */
+            decision?: string | null;
         };
         /** @enum {string} */
         PauseBehavior: "continue" | "detach" | "cancel";
@@ -958,6 +986,8 @@ export interface components {
             requested_at: string;
             /** Format: date-time */
             expires_at?: string | null;
+            /** @description What the deadline does if nobody answers first. */
+            on_expiry: components["schemas"]["OnExpiry"];
         };
         /** @description An RFC 9457 problem document. `code` is stable and meant for programs. */
         Problem: {
@@ -3244,7 +3274,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `request.invalid`: also `interaction.expires_at` not in the future; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
+            /** @description `request.invalid`: also `interaction.expires_at` not in the future, two deadlines, a warning or an `on_expiry` other than `fail` without a deadline, an `on_expiry` decision missing or not allowed; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
             422: {
                 headers: {
                     [name: string]: unknown;

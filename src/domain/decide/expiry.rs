@@ -1,35 +1,63 @@
-//! A pending interaction past its deadline (rule 12): it expires, and its run fails.
+//! A pending interaction past its deadline (rule 12): it expires, and its run fails, is
+//! cancelled, or goes on with the decision its policy names, as the policy says.
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::domain::interaction::{InteractionRequest, InteractionStatus};
+use crate::domain::interaction::{
+    ExpiryAction, InteractionRequest, InteractionStatus, Resolution, RESOLVED_BY_EXPIRY,
+};
 use crate::domain::run::{Run, RunEvent, RunState};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expiry {
     /// Answered, or not yet past its deadline: nothing to do.
     NotDue,
-    /// Interaction → `expired`; with `fail_run`, its run (not yet ended) fails with that error.
-    Expire { fail_run: Option<Value> },
+    /// Interaction → `expired`; its run (not yet ended) ends in `end` with `error`.
+    Expire { end: Option<(RunState, Value)> },
+    /// Interaction → `resolved` with the policy's decision by `system:expiry`, its suspension
+    /// → `resolving`, its run → `to`: as a person's reply would.
+    Resolve {
+        resolution: Resolution,
+        to: RunState,
+    },
 }
 
-/// The interaction as found again under its run's lock, and that run, at `now`.
+/// The interaction as found again under its run's lock, and that run, at `now`. A decision
+/// its run can no longer take (the run ended or was resumed otherwise) only expires it.
 pub fn decide(interaction: &InteractionRequest, run: &Run, now: DateTime<Utc>) -> Expiry {
     let due = interaction.status == InteractionStatus::Pending
         && interaction.expires_at.is_some_and(|at| at <= now);
     if !due {
         return Expiry::NotDue;
     }
-    let fails = run.state.apply(RunEvent::Fail) == Ok(RunState::Failed);
-    Expiry::Expire {
-        fail_run: fails.then(|| {
-            json!({
-                "code": "interaction.expired",
-                "message": format!("interaction {} expired before anyone replied", interaction.id),
-            })
-        }),
+    let policy = &interaction.on_expiry;
+    if let (ExpiryAction::Decide, Some(decision)) = (policy.action, &policy.decision) {
+        if let Ok(to) = run.state.apply(RunEvent::Resume) {
+            return Expiry::Resolve {
+                resolution: Resolution {
+                    decision: decision.clone(),
+                    payload: json!({}),
+                    comment: None,
+                    resolved_by: RESOLVED_BY_EXPIRY.to_owned(),
+                    resolved_at: now,
+                },
+                to,
+            };
+        }
     }
+    let event = match policy.action {
+        ExpiryAction::Cancel => RunEvent::Cancel,
+        ExpiryAction::Fail | ExpiryAction::Decide => RunEvent::Fail,
+    };
+    let end = run.state.apply(event).ok().map(|to| {
+        let error = json!({
+            "code": "interaction.expired",
+            "message": format!("interaction {} expired before anyone replied", interaction.id),
+        });
+        (to, error)
+    });
+    Expiry::Expire { end }
 }
 
 #[cfg(test)]
@@ -38,6 +66,7 @@ mod tests {
 
     use super::*;
     use crate::domain::decide::fixtures::{interaction, now, run};
+    use crate::domain::interaction::OnExpiry;
 
     #[test]
     fn a_pending_interaction_past_its_deadline_expires_and_fails_its_run() {
@@ -50,9 +79,46 @@ mod tests {
         assert_eq!(
             decide(&i, &run(RunState::Suspended), now()),
             Expiry::Expire {
-                fail_run: Some(error)
+                end: Some((RunState::Failed, error))
             }
         );
+    }
+
+    #[test]
+    fn a_cancel_policy_cancels_the_run() {
+        let mut i = interaction(InteractionStatus::Pending);
+        i.expires_at = Some(now());
+        i.on_expiry.action = ExpiryAction::Cancel;
+        let Expiry::Expire { end: Some((to, _)) } = decide(&i, &run(RunState::Suspended), now())
+        else {
+            panic!("not an expiry that ends the run");
+        };
+        assert_eq!(to, RunState::Cancelled);
+    }
+
+    #[test]
+    fn a_decision_policy_resolves_as_the_system_and_resumes_the_run() {
+        let mut i = interaction(InteractionStatus::Pending);
+        i.expires_at = Some(now() - Duration::seconds(1));
+        i.on_expiry = OnExpiry {
+            action: ExpiryAction::Decide,
+            decision: Some("deny".into()),
+        };
+        let Expiry::Resolve { resolution, to } = decide(&i, &run(RunState::Suspended), now())
+        else {
+            panic!("not a resolution");
+        };
+        assert_eq!(to, RunState::Resuming);
+        assert_eq!(resolution.decision, "deny");
+        assert_eq!(resolution.resolved_by, RESOLVED_BY_EXPIRY);
+        assert_eq!(resolution.resolved_at, now());
+        for ended in [RunState::Completed, RunState::Cancelled] {
+            assert_eq!(
+                decide(&i, &run(ended), now()),
+                Expiry::Expire { end: None },
+                "a run that ended takes no decision"
+            );
+        }
     }
 
     #[test]
@@ -60,10 +126,7 @@ mod tests {
         let mut i = interaction(InteractionStatus::Pending);
         i.expires_at = Some(now() - Duration::seconds(1));
         for state in [RunState::Completed, RunState::Failed, RunState::Cancelled] {
-            assert_eq!(
-                decide(&i, &run(state), now()),
-                Expiry::Expire { fail_run: None }
-            );
+            assert_eq!(decide(&i, &run(state), now()), Expiry::Expire { end: None });
         }
     }
 

@@ -46,6 +46,7 @@ pub fn interaction(status: InteractionStatus) -> InteractionRequest {
         revision: 1,
         requested_at: now() - Duration::minutes(5),
         expires_at: None,
+        on_expiry: Default::default(),
         resolution: None,
     }
 }

@@ -165,7 +165,7 @@ async fn resume_run(
         (status = 200, description = "The run, `suspended`; the lease is handed back and cleanup is scheduled", body = Run),
         (status = 404, description = "`run.not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease.lost`: stale fencing token or expired lease; `checkpoint.sequence`: not after the last checkpoint; or the run cannot suspend in its state", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`request.invalid`: also `interaction.expires_at` not in the future", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`request.invalid`: also `interaction.expires_at` not in the future, two deadlines, a warning or an `on_expiry` other than `fail` without a deadline, an `on_expiry` decision missing or not allowed", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["runtime"]))
 )]

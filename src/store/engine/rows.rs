@@ -14,7 +14,8 @@ use super::records::{
 use crate::clock::from_millis;
 use crate::domain::claim::LeaseState;
 use crate::domain::interaction::{
-    payload_digest, Checkpoint, InteractionRequest, InteractionStatus, Resolution, Suspension,
+    payload_digest, Checkpoint, InteractionRequest, InteractionStatus, OnExpiry, Resolution,
+    Suspension,
 };
 use crate::domain::job::Job;
 use crate::domain::resource::ExecutionResourceRecord;
@@ -59,7 +60,7 @@ pub(in crate::store) const RUN_RECORD_BY_KEY: &str = concat!(
 pub(in crate::store) const INTERACTION_COLS: &str =
     "i.id, i.run_id, i.session_id, i.interaction_type, \
      i.status, i.allowed_decisions, i.payload, i.revision, i.requested_at, i.expires_at, \
-     i.decision, i.resolution_payload, i.resolution_comment, i.resolved_by, i.resolved_at";
+     i.on_expiry, i.expiry_decision, i.decision, i.resolution_payload, i.resolution_comment, i.resolved_by, i.resolved_at";
 
 pub(in crate::store) const CHECKPOINT_COLS: &str = "c.id, c.run_id, c.sequence, c.codec_version, \
      c.state, c.resolved_spec_hash, c.created_at";
@@ -288,6 +289,10 @@ pub(in crate::store) fn interaction_record(row: &AnyRow) -> StoreResult<Interact
             revision: int(row, "revision")?,
             requested_at: time(row, "requested_at")?,
             expires_at: opt_time(row, "expires_at")?,
+            on_expiry: OnExpiry {
+                action: enumeration(row, "on_expiry")?,
+                decision: opt_text(row, "expiry_decision")?,
+            },
             resolution,
         },
         session_id: SessionId::from_trusted(text(row, "session_id")?),
@@ -306,6 +311,7 @@ pub(in crate::store) fn pending_interaction(row: &AnyRow) -> StoreResult<Pending
         revision: i.revision,
         requested_at: i.requested_at,
         expires_at: i.expires_at,
+        on_expiry: i.on_expiry,
     })
 }
 

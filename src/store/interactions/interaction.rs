@@ -4,12 +4,14 @@ use sqlx::AnyConnection;
 use crate::clock::to_millis;
 use crate::domain::commands::ReplyInteraction;
 use crate::domain::decide::expiry::{self, Expiry};
+use crate::domain::interaction::Resolution;
 use crate::domain::run::RunState;
 use crate::domain::{InteractionId, SessionId};
-use crate::store::engine::records::{InteractionRecord, ReplyOutcome};
+use crate::store::engine::records::{InteractionRecord, ReplyOutcome, RunRecord};
 use crate::store::engine::rows::{self, INTERACTION_COLS};
+use crate::store::engine::tx::WriteTx;
 use crate::store::engine::{Store, StoreResult};
-use crate::store::interactions::reply_batch::ReplyItem;
+use crate::store::interactions::reply_batch::{ReplyItem, Resolving};
 use crate::store::runs::fence::Outcome;
 
 /// How many expired interactions one sweep handles at most.
@@ -57,8 +59,10 @@ impl Store {
         .await
     }
 
-    /// Pending interactions past `expires_at` → `expired`; their runs fail with
-    /// `interaction.expired`, their suspensions are cancelled. Returns how many expired.
+    /// Pending interactions past `expires_at`: each expires as its policy says (its run
+    /// fails, is cancelled, or resumes with the policy's decision by `system:expiry`). Each is
+    /// decided again under its run's lock, so replicas sweeping at once expire it once.
+    /// Returns how many expired.
     pub async fn expire_interactions(&self) -> StoreResult<u64> {
         let mut expired = 0;
         for _ in 0..EXPIRY_BATCHES {
@@ -83,6 +87,55 @@ impl Store {
         Ok(expired)
     }
 
+    /// Announces the deadlines whose warning is due (`interaction.expiring`), each once: the
+    /// warning instant is cleared in the statement that finds it. Returns how many.
+    pub async fn warn_expiring(&self) -> StoreResult<u64> {
+        let any = sqlx::query(
+            "SELECT id FROM interactions WHERE status = 'pending' \
+             AND warn_at IS NOT NULL AND warn_at <= $1 LIMIT 1",
+        )
+        .bind(to_millis(self.now()))
+        .fetch_optional(&self.inner.read)
+        .await?;
+        if any.is_none() {
+            return Ok(0);
+        }
+        let mut tx = self.write_tx().await?;
+        let result: StoreResult<u64> = async {
+            let due = "status = 'pending' AND warn_at IS NOT NULL AND warn_at <= $1";
+            let sql = format!(
+                "UPDATE interactions SET warn_at = NULL WHERE {due} AND id IN \
+                 (SELECT id FROM interactions WHERE {due} ORDER BY warn_at, id LIMIT $2) \
+                 RETURNING id, run_id, session_id, expires_at, on_expiry, expiry_decision"
+            );
+            let warned = sqlx::query(&sql)
+                .bind(to_millis(tx.now))
+                .bind(EXPIRY_BATCH * EXPIRY_BATCHES as i64)
+                .fetch_all(tx.conn())
+                .await?;
+            for row in &warned {
+                let session = rows::text(row, "session_id")?;
+                let expires_at = rows::opt_time(row, "expires_at")?;
+                tx.event(
+                    &session,
+                    "interaction.expiring",
+                    json!({
+                        "interaction_id": rows::text(row, "id")?,
+                        "run_id": rows::text(row, "run_id")?,
+                        "expires_at": expires_at,
+                        "on_expiry": {
+                            "action": rows::text(row, "on_expiry")?,
+                            "decision": rows::opt_text(row, "expiry_decision")?,
+                        },
+                    }),
+                );
+            }
+            Ok(warned.len() as u64)
+        }
+        .await;
+        tx.finish(self, result).await
+    }
+
     /// Expires one interaction if it is still pending and past its deadline.
     async fn expire_one(&self, id: &str) -> StoreResult<bool> {
         let mut tx = self.write_tx().await?;
@@ -99,37 +152,87 @@ impl Store {
             let Some(current) = self.find_interaction(tx.conn(), id, true).await? else {
                 return Ok(false);
             };
-            let Expiry::Expire { fail_run } =
-                expiry::decide(&current.interaction, &rec.run, tx.now)
-            else {
-                return Ok(false);
-            };
-            sqlx::query(
-                "UPDATE interactions SET status = 'expired', revision = revision + 1 WHERE id = $1",
-            )
-            .bind(id)
-            .execute(tx.conn())
-            .await?;
             let session = current.session_id.as_str();
-            tx.inbox(session);
-            tx.event(
-                session,
-                "interaction.expired",
-                json!({ "interaction_id": id, "run_id": rec.run.id }),
-            );
-            if let Some(error) = fail_run {
-                self.finish_run(
-                    &mut tx,
-                    &rec,
-                    RunState::Failed,
-                    None,
-                    Some(Outcome::Error(&error)),
-                )
-                .await?;
+            let policy = &current.interaction.on_expiry;
+            let expired = json!({
+                "interaction_id": id,
+                "run_id": rec.run.id,
+                "on_expiry": policy,
+            });
+            match expiry::decide(&current.interaction, &rec.run, tx.now) {
+                Expiry::NotDue => return Ok(false),
+                Expiry::Expire { end } => {
+                    sqlx::query(
+                        "UPDATE interactions SET status = 'expired', revision = revision + 1 \
+                         WHERE id = $1",
+                    )
+                    .bind(id)
+                    .execute(tx.conn())
+                    .await?;
+                    tx.inbox(session);
+                    tx.event(session, "interaction.expired", expired);
+                    if let Some((to, error)) = end {
+                        let outcome = Some(Outcome::Error(&error));
+                        self.finish_run(&mut tx, &rec, to, None, outcome).await?;
+                    }
+                }
+                Expiry::Resolve { resolution, to } => {
+                    tx.event(session, "interaction.expired", expired);
+                    self.resolve_by_expiry(&mut tx, &current, &rec, resolution, to)
+                        .await?;
+                }
             }
             Ok(true)
         }
         .await;
         tx.finish(self, result).await
+    }
+
+    /// Writes the policy's decision as a reply would: interaction `resolved`, suspension
+    /// `resolving`, run → `to`, its record due.
+    async fn resolve_by_expiry(
+        &self,
+        tx: &mut WriteTx,
+        current: &InteractionRecord,
+        rec: &RunRecord,
+        resolution: Resolution,
+        to: RunState,
+    ) -> StoreResult<()> {
+        let resolving = [Resolving {
+            index: 0,
+            current: current.interaction.clone(),
+            rec,
+            resolution,
+            to,
+        }];
+        self.write_resolutions(tx, &resolving).await?;
+        self.write_run_states(tx, &resolving).await?;
+        let run_id = rec.run.id.as_str();
+        self.resource_due(tx, run_id).await?;
+        let session = current.session_id.as_str();
+        if rec.run.state.status() != to.status() {
+            tx.visible(session);
+        }
+        tx.inbox(session);
+        let [r] = resolving;
+        tx.event(
+            session,
+            "interaction.resolved",
+            json!({
+                "interaction_id": r.current.id,
+                "run_id": run_id,
+                "decision": r.resolution.decision,
+                "resolved_by": r.resolution.resolved_by,
+                "comment": null,
+                "by_expiry": true,
+            }),
+        );
+        tx.event(
+            session,
+            "run.resuming",
+            json!({ "run_id": run_id, "interaction_id": r.current.id }),
+        );
+        tx.runtime_work();
+        Ok(())
     }
 }

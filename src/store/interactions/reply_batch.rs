@@ -36,12 +36,12 @@ pub(in crate::store) struct ReplyItem {
 }
 
 /// A resolution to write: the item's index, the interaction as found, its run.
-struct Resolving<'a> {
-    index: usize,
-    current: InteractionRequest,
-    rec: &'a RunRecord,
-    resolution: Resolution,
-    to: RunState,
+pub(in crate::store) struct Resolving<'a> {
+    pub index: usize,
+    pub current: InteractionRequest,
+    pub rec: &'a RunRecord,
+    pub resolution: Resolution,
+    pub to: RunState,
 }
 
 impl GroupedWrite for ReplyItem {
@@ -184,7 +184,7 @@ impl Store {
     }
 
     /// The interactions → `resolved`, their pending suspensions → `resolving`.
-    async fn write_resolutions(
+    pub(in crate::store) async fn write_resolutions(
         &self,
         tx: &mut WriteTx,
         resolving: &[Resolving<'_>],
@@ -217,7 +217,7 @@ impl Store {
     }
 
     /// The runs → their new states; the runs as written, by id.
-    async fn write_run_states(
+    pub(in crate::store) async fn write_run_states(
         &self,
         tx: &mut WriteTx,
         resolving: &[Resolving<'_>],

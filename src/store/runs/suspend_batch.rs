@@ -18,6 +18,9 @@ use crate::store::engine::tx::WriteTx;
 use crate::store::engine::visible::sees;
 use crate::store::engine::{Store, StoreError, StoreResult};
 
+/// Parameters per row of the interactions insert (`$1` is the shared `now`).
+const INTERACTION_PARAMS: usize = 11;
+
 /// One queued suspension, as the runtime asked it.
 #[derive(Debug)]
 pub(in crate::store) struct SuspendItem {
@@ -170,13 +173,13 @@ impl Store {
         if !asking.is_empty() {
             let sql = format!(
                 "INSERT INTO interactions (id, run_id, session_id, tenant_id, interaction_type, \
-                 status, allowed_decisions, payload, revision, requested_at, expires_at) \
-                 VALUES {}",
+                 status, allowed_decisions, payload, revision, requested_at, expires_at, \
+                 on_expiry, expiry_decision, warn_at) VALUES {}",
                 (0..asking.len())
                     .map(|r| {
-                        let p = |k: usize| format!("${}", 2 + r * 8 + k);
+                        let p = |k: usize| format!("${}", 2 + r * INTERACTION_PARAMS + k);
                         format!(
-                            "({}, {}, {}, {}, {}, 'pending', {}, {}, 1, $1, {})",
+                            "({}, {}, {}, {}, {}, 'pending', {}, {}, 1, $1, {}, {}, {}, {})",
                             p(0),
                             p(1),
                             p(2),
@@ -184,7 +187,10 @@ impl Store {
                             p(4),
                             p(5),
                             p(6),
-                            p(7)
+                            p(7),
+                            p(8),
+                            p(9),
+                            p(10)
                         )
                     })
                     .collect::<Vec<_>>()
@@ -195,6 +201,7 @@ impl Store {
                 let (Some(id), Some(i)) = (&s.interaction_id, &s.item.cmd.interaction) else {
                     continue;
                 };
+                let policy = i.on_expiry.clone().unwrap_or_default();
                 insert = insert
                     .bind(id.as_str())
                     .bind(s.item.run_id.as_str())
@@ -203,7 +210,10 @@ impl Store {
                     .bind(i.interaction_type.as_str())
                     .bind(rows::to_json(&i.allowed_decisions)?)
                     .bind(rows::to_json(&i.payload)?)
-                    .bind(i.expires_at.map(to_millis));
+                    .bind(i.deadline(tx.now).map(to_millis))
+                    .bind(policy.action.as_str())
+                    .bind(policy.decision)
+                    .bind(i.warn_at(tx.now).map(to_millis));
             }
             insert.execute(tx.conn()).await?;
         }
