@@ -157,6 +157,16 @@ function select(id) {
   if (first) first.focus();
 }
 
+/** The deadline and what it does if nobody answers first. */
+function deadlineText(it) {
+  if (!it.expires_at) return 'none';
+  const at = new Date(it.expires_at).toLocaleString();
+  const policy = it.on_expiry || { action: 'fail' };
+  if (policy.action === 'decide') return `${at}, then answered “${policy.decision}” automatically`;
+  if (policy.action === 'cancel') return `${at}, then the run is cancelled`;
+  return `${at}, then the run fails`;
+}
+
 function renderDetail() {
   const item = state.items.find((i) => i.interaction.id === state.selected);
   const detail = $('detail');
@@ -170,8 +180,8 @@ function renderDetail() {
   $('d-kind').textContent = it.interaction_type;
   $('d-session').textContent = item.session_id;
   $('d-run').textContent = it.run_id;
-  $('d-requested').textContent = new Date(it.requested_at).toLocaleString() +
-    (it.expires_at ? ' (expires ' + new Date(it.expires_at).toLocaleString() + ')' : '');
+  $('d-requested').textContent = new Date(it.requested_at).toLocaleString();
+  $('d-deadline').textContent = deadlineText(it);
   $('d-payload').textContent = JSON.stringify(it.payload, null, 2);
   const box = $('decisions');
   if (box.dataset.interaction === it.id && box.childElementCount === it.allowed_decisions.length) return;

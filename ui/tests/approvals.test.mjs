@@ -30,7 +30,7 @@ async function api(method, path, token, body, expected) {
 }
 
 /** A session whose run is suspended with a pending approval, as a runtime does it. */
-async function waitingForApproval(command) {
+async function waitingForApproval(command, deadline = {}) {
   const session = await api('POST', '/v1/sessions', front, {}, 201);
   const run = await api('POST', `/v1/sessions/${session.id}/runs`, runtime,
     { resolved_spec_hash: 'sha256:' + 'a'.repeat(64) }, 201);
@@ -47,6 +47,7 @@ async function waitingForApproval(command) {
       interaction_type: 'approval',
       allowed_decisions: ['approve', 'deny'],
       payload: { command, reason: '<b>not markup</b>' },
+      ...deadline,
     },
   }, 200);
   const inbox = await api('GET', '/v1/interactions', front, undefined, 200);
@@ -80,7 +81,9 @@ const browser = await chromium.launch({
 const checks = [];
 const check = (name) => { checks.push(name); console.log(`ok ${checks.length} - ${name}`); };
 try {
-  const { sessionId, runId, interaction } = await waitingForApproval('rm -rf build');
+  const { sessionId, runId, interaction } = await waitingForApproval('rm -rf build', {
+    expires_in_seconds: 3600, on_expiry: { action: 'decide', decision: 'deny' },
+  });
   const other = await waitingForApproval('deploy production');
 
   // The approver, on a phone-sized screen.
@@ -112,6 +115,10 @@ try {
   const focused = await page.evaluate(() => document.activeElement.dataset.decision);
   assert.equal(focused, 'approve', 'selecting moves focus to the first decision');
   check('selecting shows the payload pretty-printed as text and one button per decision');
+  const deadline = await page.locator('#d-deadline').textContent();
+  assert.ok(deadline.endsWith('then answered “deny” automatically'), deadline);
+  assert.equal(new Date(interaction.expires_at) - new Date(interaction.requested_at), 3600 * 1000);
+  check('the deadline shows what it does if nobody answers');
   await page.screenshot({ path: join(shots, 'sagents-ui-selected.png'), fullPage: true });
 
   await page.locator('#comment').fill('checked the diff');
