@@ -119,6 +119,11 @@ pub struct NewInteraction {
 pub const MAX_EXPIRY_SECONDS: i64 = 31_536_000;
 
 impl NewInteraction {
+    /// It names a deadline or a policy of its own (a tenant's default does not apply).
+    pub fn names_expiry(&self) -> bool {
+        self.expires_at.is_some() || self.expires_in_seconds.is_some() || self.on_expiry.is_some()
+    }
+
     /// The deadline, as an instant, for a suspension committed at `now`.
     pub fn deadline(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.expires_at

@@ -37,6 +37,7 @@ pub async fn create_run(
             let stored = store.tenant_policy(tenant).await?;
             let policy = TenantPolicy {
                 allow_host_network: stored.allow_host_network,
+                ..TenantPolicy::default()
             };
             tenant::check_network(tenant, spec, &policy)?;
         }

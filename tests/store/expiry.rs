@@ -11,6 +11,7 @@ use sagents::domain::interaction::{
 };
 use sagents::domain::run::RunStatus;
 use sagents::domain::session::Session;
+use sagents::domain::tenant::{ExpiryDefault, TenantPolicy};
 use sagents::metrics::Metrics;
 use sagents::notify::ChangeHub;
 use sagents::store::{Backend, Store, StoreError};
@@ -24,6 +25,7 @@ on_both_backends!(
     a_deadline_is_announced_once_then_decides_for_the_run,
     a_cancel_policy_cancels_the_run,
     replicas_sweeping_at_once_warn_and_expire_once,
+    a_tenants_default_deadline_holds_where_an_interaction_names_none,
 );
 
 fn asking(policy: OnExpiry) -> NewInteraction {
@@ -255,4 +257,56 @@ async fn replicas_sweeping_at_once_warn_and_expire_once(backend: Backend) {
     assert!(snap.runs.iter().all(|r| r.status == RunStatus::Resuming));
     a.close().await;
     b.close().await;
+}
+
+async fn a_tenants_default_deadline_holds_where_an_interaction_names_none(backend: Backend) {
+    let f = fx(backend).await;
+    let policy = TenantPolicy {
+        allow_host_network: false,
+        interaction_expiry: Some(ExpiryDefault {
+            expires_in_seconds: 120,
+            warn_before_seconds: None,
+            on_expiry: Some(deny_on_expiry()),
+        }),
+    };
+    f.store.put_tenant_policy("acme", &policy).await.unwrap();
+    let stored = f.store.tenant_policy("acme").await.unwrap();
+    assert_eq!(stored.interaction_expiry, policy.interaction_expiry);
+
+    let (acme, beta) = (f.session("acme").await, f.session("beta").await);
+    let asked_at = f.store.now();
+    f.suspended(&acme, true).await;
+    f.suspended(&beta, true).await;
+    let own = f.session("acme").await;
+    suspended_on(&f.store, &own, asking(OnExpiry::default())).await;
+
+    let got = f.snapshot(&acme).await.pending_interactions.remove(0);
+    assert_eq!(got.expires_at, Some(asked_at + Duration::seconds(120)));
+    assert_eq!(got.on_expiry, deny_on_expiry());
+    let other = f.snapshot(&beta).await.pending_interactions.remove(0);
+    assert_eq!(
+        other.expires_at, None,
+        "another tenant's interactions keep no deadline"
+    );
+    assert_eq!(other.on_expiry, OnExpiry::default());
+    let named = f.snapshot(&own).await.pending_interactions.remove(0);
+    assert_eq!(named.expires_at, Some(asked_at + Duration::seconds(60)));
+    assert_eq!(named.on_expiry, OnExpiry::default(), "its own policy holds");
+
+    let mut bad = policy.clone();
+    if let Some(d) = bad.interaction_expiry.as_mut() {
+        d.warn_before_seconds = Some(0);
+    }
+    assert!(matches!(
+        f.store.put_tenant_policy("acme", &bad).await,
+        Err(StoreError::Invalid(e)) if e.field == "interaction_expiry.warn_before_seconds"
+    ));
+    assert_eq!(
+        f.store
+            .tenant_policy("acme")
+            .await
+            .unwrap()
+            .interaction_expiry,
+        policy.interaction_expiry
+    );
 }

@@ -746,6 +746,14 @@ export interface components {
         };
         /** @enum {string} */
         ExpiryAction: "fail" | "cancel" | "decide";
+        /** @description The deadline a tenant's interactions get when they name neither a deadline nor a policy. */
+        ExpiryDefault: {
+            /** Format: int64 */
+            expires_in_seconds: number;
+            /** Format: int64 */
+            warn_before_seconds?: number | null;
+            on_expiry?: null | components["schemas"]["OnExpiry"];
+        };
         FailRun: {
             /** Format: int64 */
             fencing_token: number;
@@ -1254,11 +1262,13 @@ export interface components {
              *     on the host's loopback (the database among them). Default: false.
              */
             allow_host_network?: boolean;
+            interaction_expiry?: null | components["schemas"]["ExpiryDefault"];
         };
         /** @description A tenant's policy as stored. */
         TenantPolicyInfo: {
             tenant: string;
             allow_host_network: boolean;
+            interaction_expiry?: null | components["schemas"]["ExpiryDefault"];
             /**
              * Format: date-time
              * @description When an operator last set it; null when it was never set (the defaults).
@@ -2060,7 +2070,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `request.invalid` on `tenant`: a malformed tenant id */
+            /** @description `request.invalid` on `tenant`: a malformed tenant id; on `interaction_expiry.*`: a deadline or warning out of range, an `on_expiry` decision missing or given without `decide` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2154,7 +2164,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `request.invalid` on `tenant`: a malformed tenant id; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`) */
+            /** @description `request.invalid` on `tenant`: a malformed tenant id; on `interaction_expiry.*`: a deadline or warning out of range, an `on_expiry` decision missing or given without `decide`; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`) */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -1,30 +1,85 @@
+use std::collections::HashMap;
+
+use sqlx::any::AnyRow;
+
 use crate::clock::to_millis;
-use crate::domain::tenant::{TenantPolicy, TenantPolicyInfo};
+use crate::domain::interaction::OnExpiry;
+use crate::domain::tenant::{ExpiryDefault, TenantPolicy, TenantPolicyInfo};
 use crate::domain::validate;
+use crate::store::engine::params::{bind_ids, params};
+use crate::store::engine::tx::WriteTx;
 use crate::store::engine::{rows, Store, StoreResult};
+
+const POLICY_COLS: &str = "tenant_id, allow_host_network, expires_in_seconds, \
+     warn_before_seconds, on_expiry, expiry_decision, updated_at";
+
+fn expiry_default(row: &AnyRow) -> StoreResult<Option<ExpiryDefault>> {
+    let Some(expires_in_seconds) = rows::opt_int(row, "expires_in_seconds")? else {
+        return Ok(None);
+    };
+    let on_expiry = match rows::opt_text(row, "on_expiry")? {
+        Some(_) => Some(OnExpiry {
+            action: rows::enumeration(row, "on_expiry")?,
+            decision: rows::opt_text(row, "expiry_decision")?,
+        }),
+        None => None,
+    };
+    Ok(Some(ExpiryDefault {
+        expires_in_seconds,
+        warn_before_seconds: rows::opt_int(row, "warn_before_seconds")?,
+        on_expiry,
+    }))
+}
 
 impl Store {
     /// The policy an operator set for `tenant`, else the defaults (nothing allowed).
     pub async fn tenant_policy(&self, tenant: &str) -> StoreResult<TenantPolicyInfo> {
         validate::name("tenant", tenant)?;
-        let row = sqlx::query(
-            "SELECT allow_host_network, updated_at FROM tenant_policies WHERE tenant_id = $1",
-        )
-        .bind(tenant)
-        .fetch_optional(&self.inner.read)
-        .await?;
+        let sql = format!("SELECT {POLICY_COLS} FROM tenant_policies WHERE tenant_id = $1");
+        let row = sqlx::query(&sql)
+            .bind(tenant)
+            .fetch_optional(&self.inner.read)
+            .await?;
         match row {
             Some(row) => Ok(TenantPolicyInfo {
                 tenant: tenant.to_owned(),
                 allow_host_network: rows::flag(&row, "allow_host_network")?,
+                interaction_expiry: expiry_default(&row)?,
                 updated_at: Some(rows::time(&row, "updated_at")?),
             }),
             None => Ok(TenantPolicyInfo {
                 tenant: tenant.to_owned(),
                 allow_host_network: TenantPolicy::default().allow_host_network,
+                interaction_expiry: None,
                 updated_at: None,
             }),
         }
+    }
+
+    /// The default deadlines of `tenants` that have one, in `tx`.
+    pub(in crate::store) async fn expiry_defaults(
+        &self,
+        tx: &mut WriteTx,
+        tenants: &[&str],
+    ) -> StoreResult<HashMap<String, ExpiryDefault>> {
+        if tenants.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let sql = format!(
+            "SELECT {POLICY_COLS} FROM tenant_policies \
+             WHERE expires_in_seconds IS NOT NULL AND tenant_id IN ({})",
+            params(1, tenants.len())
+        );
+        let found = bind_ids(sqlx::query(&sql), tenants)
+            .fetch_all(tx.conn())
+            .await?;
+        let mut defaults = HashMap::new();
+        for row in &found {
+            if let Some(d) = expiry_default(row)? {
+                defaults.insert(rows::text(row, "tenant_id")?, d);
+            }
+        }
+        Ok(defaults)
     }
 
     /// Sets `tenant`'s whole policy.
@@ -34,20 +89,33 @@ impl Store {
         policy: &TenantPolicy,
     ) -> StoreResult<TenantPolicyInfo> {
         validate::name("tenant", tenant)?;
+        policy.validate()?;
         let now = self.now();
+        let expiry = policy.interaction_expiry.as_ref();
+        let on_expiry = expiry.and_then(|d| d.on_expiry.as_ref());
         sqlx::query(
-            "INSERT INTO tenant_policies (tenant_id, allow_host_network, updated_at) \
-             VALUES ($1, $2, $3) ON CONFLICT (tenant_id) DO UPDATE SET \
-             allow_host_network = excluded.allow_host_network, updated_at = excluded.updated_at",
+            "INSERT INTO tenant_policies (tenant_id, allow_host_network, expires_in_seconds, \
+             warn_before_seconds, on_expiry, expiry_decision, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (tenant_id) DO UPDATE SET \
+             allow_host_network = excluded.allow_host_network, \
+             expires_in_seconds = excluded.expires_in_seconds, \
+             warn_before_seconds = excluded.warn_before_seconds, \
+             on_expiry = excluded.on_expiry, expiry_decision = excluded.expiry_decision, \
+             updated_at = excluded.updated_at",
         )
         .bind(tenant)
         .bind(i64::from(policy.allow_host_network))
+        .bind(expiry.map(|d| d.expires_in_seconds))
+        .bind(expiry.and_then(|d| d.warn_before_seconds))
+        .bind(on_expiry.map(|p| p.action.as_str()))
+        .bind(on_expiry.and_then(|p| p.decision.clone()))
         .bind(to_millis(now))
         .execute(&self.inner.write)
         .await?;
         Ok(TenantPolicyInfo {
             tenant: tenant.to_owned(),
             allow_host_network: policy.allow_host_network,
+            interaction_expiry: policy.interaction_expiry.clone(),
             updated_at: Some(crate::clock::from_millis(to_millis(now))),
         })
     }

@@ -9,6 +9,7 @@ use crate::clock::to_millis;
 use crate::domain::commands::SuspendRun;
 use crate::domain::decide::{suspend, Refusal};
 use crate::domain::run::{Run, RunState};
+use crate::domain::tenant;
 use crate::domain::{CheckpointId, InteractionId, RunId, SuspensionId};
 use crate::store::engine::group::{Answers, GroupedWrite};
 use crate::store::engine::params::{bind_ids, pairs, params, value_rows};
@@ -196,11 +197,26 @@ impl Store {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
+            let mut tenants: Vec<&str> = asking
+                .iter()
+                .filter(|s| {
+                    s.item
+                        .cmd
+                        .interaction
+                        .as_ref()
+                        .is_some_and(|i| !i.names_expiry())
+                })
+                .map(|s| s.rec.tenant_id.as_str())
+                .collect();
+            tenants.sort_unstable();
+            tenants.dedup();
+            let defaults = self.expiry_defaults(tx, &tenants).await?;
             let mut insert = sqlx::query(&sql).bind(now);
             for s in asking {
-                let (Some(id), Some(i)) = (&s.interaction_id, &s.item.cmd.interaction) else {
+                let (Some(id), Some(asked)) = (&s.interaction_id, &s.item.cmd.interaction) else {
                     continue;
                 };
+                let i = &tenant::with_default_expiry(asked, defaults.get(&s.rec.tenant_id));
                 let policy = i.on_expiry.clone().unwrap_or_default();
                 insert = insert
                     .bind(id.as_str())
