@@ -10,6 +10,7 @@ use sagents::clock::{Clock, SystemClock};
 use sagents::config::{
     self, Cli, Command, Config, GrantCommand, ProviderCommand, SecretsCommand, TokenCommand,
 };
+use sagents::domain::token::NewToken;
 use sagents::domain::TokenId;
 use sagents::metrics::Metrics;
 use sagents::notify::ChangeHub;
@@ -68,15 +69,20 @@ async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
             role,
             tenant,
             ttl_seconds,
+            name,
         }) => {
             let role = role.into();
             let tenant = tenant_for(role, tenant.as_deref())?;
             let store = open_store(&cli.config).await?;
             store.migrate().await.context("migration failed")?;
             let expires_at = ttl_seconds.map(|s| store.now() + chrono::Duration::seconds(s));
-            let (_, secret) = store
-                .create_token(role, tenant.as_deref(), expires_at)
-                .await?;
+            let new = NewToken {
+                role,
+                tenant,
+                expires_at,
+                name,
+            };
+            let (_, secret) = store.create_token_keyed(&new, None).await?;
             store.close().await;
             println!("{secret}");
         }

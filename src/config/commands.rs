@@ -94,6 +94,9 @@ pub enum TokenCommand {
         /// Seconds until the token expires; never, when absent.
         #[arg(long, value_parser = clap::value_parser!(i64).range(1..=315_360_000))]
         ttl_seconds: Option<i64>,
+        /// Who uses it, as people should read it (kept with each decision it makes).
+        #[arg(long)]
+        name: Option<String>,
     },
     /// List every token (never a secret), one per line.
     List,

@@ -94,8 +94,27 @@ pub struct Resolution {
     pub payload: serde_json::Value,
     /// The justification the person gave with the reply, if any.
     pub comment: Option<String>,
+    /// Who answered: `token:<id>`, or `system:expiry` for a deadline's decision.
     pub resolved_by: String,
+    /// The display name of the token that answered, as it was then.
+    pub resolved_by_name: Option<String>,
     pub resolved_at: DateTime<Utc>,
+}
+
+/// Who answers an interaction: a stable id and the display name it has now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolver {
+    pub id: String,
+    pub name: Option<String>,
+}
+
+impl From<&str> for Resolver {
+    fn from(id: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            name: None,
+        }
+    }
 }
 
 /// What a reply's `payload_sha256` binds to: the SHA-256, in lowercase hex, of the payload in

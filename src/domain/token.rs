@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
+use super::validate::ValidationError;
 use super::TokenId;
 use sagents_text_enum::text_enum;
 
@@ -37,6 +38,34 @@ pub struct TokenInfo {
     pub revoked_at: Option<DateTime<Utc>>,
     /// After this instant the token is refused; never, when absent.
     pub expires_at: Option<DateTime<Utc>>,
+    /// Who uses it, as people should read it (kept with the decisions it makes).
+    pub name: Option<String>,
+}
+
+/// A token to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewToken {
+    pub role: Role,
+    pub tenant: Option<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub name: Option<String>,
+}
+
+/// The longest display name of a token, in characters.
+pub const MAX_TOKEN_NAME_CHARS: usize = 128;
+
+/// A token's display name: 1 to 128 characters, none of them a control character.
+pub fn check_name(name: &str) -> Result<(), ValidationError> {
+    let n = name.chars().count();
+    if !(1..=MAX_TOKEN_NAME_CHARS).contains(&n) || name.chars().any(char::is_control) {
+        return Err(ValidationError::new(
+            "name",
+            format!(
+                "must be 1 to {MAX_TOKEN_NAME_CHARS} characters, none of them a control character"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Who is calling, as resolved from a bearer token.
@@ -47,6 +76,8 @@ pub struct Principal {
     /// `None` only for admin and metrics tokens, which are not bound to a tenant.
     pub tenant_id: Option<String>,
     pub expires_at: Option<DateTime<Utc>>,
+    /// The token's display name, if it has one.
+    pub name: Option<String>,
 }
 
 impl Principal {
@@ -102,6 +133,7 @@ mod tests {
             role: Role::Frontend,
             tenant_id: Some("t1".into()),
             expires_at: None,
+            name: None,
         };
         assert!(p.can_see_tenant("t1"));
         assert!(!p.can_see_tenant("t2"));
@@ -110,6 +142,7 @@ mod tests {
             role: Role::Admin,
             tenant_id: None,
             expires_at: None,
+            name: None,
         };
         assert!(admin.can_see_tenant("t2"));
     }

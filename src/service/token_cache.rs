@@ -203,6 +203,7 @@ mod tests {
             token_id: TokenId::new(),
             role: Role::Frontend,
             expires_at: None,
+            name: None,
             tenant_id: Some("t".into()),
         }
     }

@@ -30,11 +30,12 @@ pub fn describe(t: &TokenInfo) -> String {
         (None, None) => "active".to_owned(),
     };
     format!(
-        "{}\t{}\t{}\t{}\t{status}",
+        "{}\t{}\t{}\t{}\t{status}\t{}",
         t.id,
         t.role,
         t.tenant_id.as_deref().unwrap_or("-"),
-        when(t.created_at)
+        when(t.created_at),
+        t.name.as_deref().unwrap_or("-")
     )
 }
 

@@ -8,6 +8,7 @@ mod cors;
 mod cycle;
 mod edges;
 mod events_stream;
+mod evidence;
 mod fencing;
 mod hostile_doors;
 mod hot_path;

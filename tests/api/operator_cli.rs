@@ -75,8 +75,12 @@ async fn tokens_and_providers_from_the_command_line() {
             "acme",
             "--ttl-seconds",
             "3600",
+            "--name",
+            "Ann Example",
         ],
     );
+    let (refused, _, stderr) = sagents(&db, &["token", "create", "--role", "admin", "--name", ""]);
+    assert!(!refused && stderr.contains("name"), "{stderr}");
     let (refused, _, stderr) = sagents(
         &db,
         &["token", "create", "--role", "metrics", "--tenant", "acme"],
@@ -97,12 +101,14 @@ async fn tokens_and_providers_from_the_command_line() {
     assert!(!listed.contains("sag_"), "no secret is listed");
     let metrics = lines.iter().find(|l| l.contains("\tmetrics\t")).unwrap();
     assert!(
-        metrics.contains("\t-\t") && metrics.ends_with("active"),
+        metrics.contains("\t-\t") && metrics.ends_with("active\t-"),
         "{metrics}"
     );
     let frontend = lines.iter().find(|l| l.contains("\tfrontend\t")).unwrap();
     assert!(
-        frontend.contains("\tacme\t") && frontend.contains("expires "),
+        frontend.contains("\tacme\t")
+            && frontend.contains("expires ")
+            && frontend.ends_with("\tAnn Example"),
         "{frontend}"
     );
 

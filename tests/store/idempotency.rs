@@ -7,7 +7,7 @@ use sagents::domain::commands::{CreateJob, CreateSession};
 use sagents::domain::job::Job;
 use sagents::domain::run::Run;
 use sagents::domain::session::Session;
-use sagents::domain::token::{Role, TokenInfo};
+use sagents::domain::token::{NewToken, Role, TokenInfo};
 use sagents::store::{Backend, IdempotencyBegin, IdempotencyClaim};
 use serde_json::json;
 
@@ -142,9 +142,12 @@ async fn a_token_created_under_a_key_is_answered_again_after_a_crash(backend: Ba
     let replay = |t: &TokenInfo| (409, format!("text/plain\nalready {}", t.id).into_bytes());
     let (token, _secret) = s
         .create_token_keyed(
-            Role::Runtime,
-            Some("acme"),
-            None,
+            &NewToken {
+                role: Role::Runtime,
+                tenant: Some("acme".into()),
+                expires_at: None,
+                name: None,
+            },
             Some((&claim("k5"), &replay)),
         )
         .await

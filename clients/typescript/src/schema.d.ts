@@ -665,6 +665,11 @@ export interface components {
              * @description Seconds until the token expires (at most ten years); it never expires when absent.
              */
             ttl_seconds?: number | null;
+            /**
+             * @description Who uses it, as people should read it: kept beside the token's id with each decision
+             *     it makes (`resolved_by_name`).
+             */
+            name?: string | null;
         };
         CreatedToken: components["schemas"]["TokenInfo"] & {
             /** @description The bearer secret. It is shown only in this response and stored only as a hash. */
@@ -1072,7 +1077,10 @@ export interface components {
             payload: Record<string, unknown>;
             /** @description The justification the person gave with the reply, if any. */
             comment?: string | null;
+            /** @description Who answered: `token:<id>`, or `system:expiry` for a deadline's decision. */
             resolved_by: string;
+            /** @description The display name of the token that answered, as it was then. */
+            resolved_by_name?: string | null;
             /** Format: date-time */
             resolved_at: string;
         };
@@ -1291,6 +1299,8 @@ export interface components {
              * @description After this instant the token is refused; never, when absent.
              */
             expires_at?: string | null;
+            /** @description Who uses it, as people should read it (kept with the decisions it makes). */
+            name?: string | null;
         };
         TokenList: {
             tokens: components["schemas"]["TokenInfo"][];
@@ -2318,7 +2328,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `request.invalid` on `tenant` (malformed, or given for an admin or metrics token) or on `ttl_seconds` (out of range); `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
+            /** @description `request.invalid` on `tenant` (malformed, or given for an admin or metrics token), on `ttl_seconds` (out of range) or on `name` (empty, too long or with a control character); `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`); `idempotency.key_reused`: the key was used for a different request */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -40,6 +40,7 @@ pub fn decide(interaction: &InteractionRequest, run: &Run, now: DateTime<Utc>) -
                     payload: json!({}),
                     comment: None,
                     resolved_by: RESOLVED_BY_EXPIRY.to_owned(),
+                    resolved_by_name: None,
                     resolved_at: now,
                 },
                 to,

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::Refusal;
 use crate::domain::commands::ReplyInteraction;
-use crate::domain::interaction::{InteractionRequest, InteractionStatus, Resolution};
+use crate::domain::interaction::{InteractionRequest, InteractionStatus, Resolution, Resolver};
 use crate::domain::run::{Run, RunEvent, RunState};
 use crate::domain::validate::ValidationError;
 
@@ -20,7 +20,7 @@ pub struct Found<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct Reply<'a> {
     pub cmd: &'a ReplyInteraction,
-    pub resolved_by: &'a str,
+    pub by: &'a Resolver,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -95,7 +95,8 @@ pub fn decide(found: Found<'_>, reply: Reply<'_>, now: DateTime<Utc>) -> Result<
             decision: cmd.decision.clone(),
             payload: cmd.payload.clone(),
             comment: cmd.comment.clone(),
-            resolved_by: reply.resolved_by.to_owned(),
+            resolved_by: reply.by.id.clone(),
+            resolved_by_name: reply.by.name.clone(),
             resolved_at: now,
         },
         to,
@@ -125,10 +126,11 @@ mod tests {
             interaction: i,
             run: r,
         };
-        let reply = Reply {
-            cmd,
-            resolved_by: "ann",
+        let by = Resolver {
+            id: "ann".into(),
+            name: Some("Ann".into()),
         };
+        let reply = Reply { cmd, by: &by };
         decide(found, reply, now())
     }
 
@@ -151,6 +153,7 @@ mod tests {
             payload: json!({"note": "ok"}),
             comment: None,
             resolved_by: "ann".into(),
+            resolved_by_name: Some("Ann".into()),
             resolved_at: now(),
         };
         assert_eq!(
@@ -170,6 +173,7 @@ mod tests {
             payload: json!({"note": "ok"}),
             comment: None,
             resolved_by: "bob".into(),
+            resolved_by_name: None,
             resolved_at: now(),
         });
         let r = run(RunState::Resuming);

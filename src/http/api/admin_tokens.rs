@@ -14,7 +14,7 @@ use super::error::{ApiError, Problem};
 use super::extract::{ApiJson, CheckContext, Command, PathIds};
 use super::idempotency::ReplayWith;
 use super::state::AppState;
-use crate::domain::token::{Role, TokenInfo};
+use crate::domain::token::{self, NewToken, Role, TokenInfo};
 use crate::domain::TokenId;
 use crate::service::tokens::tenant_for;
 use crate::store::{IdempotencyClaim, TokenReplay};
@@ -38,6 +38,11 @@ pub struct CreateToken {
     #[serde(default)]
     #[schema(minimum = 1, maximum = 315_360_000)]
     pub ttl_seconds: Option<i64>,
+    /// Who uses it, as people should read it: kept beside the token's id with each decision
+    /// it makes (`resolved_by_name`).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 128)]
+    pub name: Option<String>,
 }
 
 /// The longest a token may live.
@@ -46,6 +51,9 @@ pub const MAX_TOKEN_TTL_SECONDS: i64 = 315_360_000;
 impl Command for CreateToken {
     fn check(&self, _: &CheckContext) -> Result<(), ApiError> {
         tenant_for(self.role, self.tenant.as_deref())?;
+        if let Some(name) = &self.name {
+            token::check_name(name)?;
+        }
         if self
             .ttl_seconds
             .is_some_and(|s| !(1..=MAX_TOKEN_TTL_SECONDS).contains(&s))
@@ -80,7 +88,7 @@ pub struct TokenList {
     responses(
         (status = 201, description = "The token with its secret, shown once", body = CreatedToken),
         (status = 409, description = "`token.already_created`: a replay under the same `Idempotency-Key`; the secret is never shown again, the detail names the token", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`request.invalid` on `tenant` (malformed, or given for an admin or metrics token) or on `ttl_seconds` (out of range)", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`request.invalid` on `tenant` (malformed, or given for an admin or metrics token), on `ttl_seconds` (out of range) or on `name` (empty, too long or with a control character)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["admin"]))
 )]
@@ -98,9 +106,12 @@ async fn create_token(
     let (token, secret) = state
         .store
         .create_token_keyed(
-            cmd.role,
-            tenant.as_deref(),
-            expiry(&state, cmd.ttl_seconds),
+            &NewToken {
+                role: cmd.role,
+                tenant,
+                expires_at: expiry(&state, cmd.ttl_seconds),
+                name: cmd.name,
+            },
             key,
         )
         .await?;

@@ -8,6 +8,7 @@ use axum::http::{header, HeaderMap};
 
 use super::error::ApiError;
 use super::state::AppState;
+use crate::domain::interaction::Resolver;
 use crate::domain::token::{Principal, Role};
 
 const MAX_SECRET_LEN: usize = 512;
@@ -124,5 +125,13 @@ impl<R> Auth<R> {
 
     pub fn actor(&self) -> String {
         format!("token:{}", self.principal.token_id)
+    }
+
+    /// The caller as the answerer of an interaction: its actor id and its token's name.
+    pub fn resolver(&self) -> Resolver {
+        Resolver {
+            id: self.actor(),
+            name: self.principal.name.clone(),
+        }
     }
 }

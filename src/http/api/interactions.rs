@@ -49,7 +49,7 @@ async fn reply(
             &session_id,
             &interaction_id,
             &cmd,
-            &auth.actor(),
+            auth.resolver(),
         )
         .await?;
     Ok(Json(outcome))

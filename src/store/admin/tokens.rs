@@ -1,7 +1,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::clock::to_millis;
-use crate::domain::token::{new_secret, Principal, Role, TokenInfo};
+use crate::domain::token::{self, new_secret, NewToken, Principal, Role, TokenInfo};
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::TokenId;
 use crate::store::admin::idempotency::IdempotencyClaim;
@@ -21,19 +21,26 @@ impl Store {
         tenant: Option<&str>,
         expires_at: Option<DateTime<Utc>>,
     ) -> StoreResult<(TokenInfo, String)> {
-        self.create_token_keyed(role, tenant, expires_at, None)
-            .await
+        let new = NewToken {
+            role,
+            tenant: tenant.map(str::to_owned),
+            expires_at,
+            name: None,
+        };
+        self.create_token_keyed(&new, None).await
     }
 
     /// [`Self::create_token`] under an `Idempotency-Key`: `replay` gives the status and stored
     /// answer (never the secret) kept under the key in the transaction that creates the token.
     pub async fn create_token_keyed(
         &self,
-        role: Role,
-        tenant: Option<&str>,
-        expires_at: Option<DateTime<Utc>>,
+        new: &NewToken,
         key: Option<(&IdempotencyClaim, TokenReplay<'_>)>,
     ) -> StoreResult<(TokenInfo, String)> {
+        let (role, tenant, expires_at) = (new.role, new.tenant.as_deref(), new.expires_at);
+        if let Some(name) = &new.name {
+            token::check_name(name)?;
+        }
         match (role.tenant_bound(), tenant) {
             (false, Some(_)) => {
                 return Err(ValidationError::new(
@@ -63,12 +70,13 @@ impl Store {
             created_at: self.now(),
             revoked_at: None,
             expires_at,
+            name: new.name.clone(),
         };
         let mut tx = self.write_tx().await?;
         let result: StoreResult<()> = async {
             sqlx::query(
-                "INSERT INTO tokens (id, role, tenant_id, secret_hash, created_at, expires_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
+                "INSERT INTO tokens (id, role, tenant_id, secret_hash, created_at, expires_at, \
+                 name) VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
             .bind(info.id.as_str())
             .bind(role.as_str())
@@ -76,6 +84,7 @@ impl Store {
             .bind(&hash)
             .bind(to_millis(info.created_at))
             .bind(expires_at.map(to_millis))
+            .bind(info.name.as_deref())
             .execute(tx.conn())
             .await?;
             if let Some((claim, replay)) = key {
@@ -110,6 +119,7 @@ impl Store {
             role: info.role,
             tenant_id: info.tenant_id,
             expires_at: info.expires_at,
+            name: info.name,
         }))
     }
 

@@ -60,7 +60,7 @@ pub(in crate::store) const RUN_RECORD_BY_KEY: &str = concat!(
 pub(in crate::store) const INTERACTION_COLS: &str =
     "i.id, i.run_id, i.session_id, i.interaction_type, \
      i.status, i.allowed_decisions, i.payload, i.revision, i.requested_at, i.expires_at, \
-     i.on_expiry, i.expiry_decision, i.decision, i.resolution_payload, i.resolution_comment, i.resolved_by, i.resolved_at";
+     i.on_expiry, i.expiry_decision, i.decision, i.resolution_payload, i.resolution_comment, i.resolved_by, i.resolved_by_name, i.resolved_at";
 
 pub(in crate::store) const CHECKPOINT_COLS: &str = "c.id, c.run_id, c.sequence, c.codec_version, \
      c.state, c.resolved_spec_hash, c.created_at";
@@ -72,7 +72,7 @@ pub(in crate::store) const JOB_RETURNING: &str = "id, run_id, kind, payload, pau
      execution_affinity, state, created_at, updated_at";
 
 pub(in crate::store) const TOKEN_COLS: &str =
-    "id, role, tenant_id, created_at, revoked_at, expires_at";
+    "id, role, tenant_id, created_at, revoked_at, expires_at, name";
 
 pub(in crate::store) const PROVIDER_COLS: &str =
     "provider_id, base_url, token, capabilities, created_at, updated_at";
@@ -272,6 +272,7 @@ pub(in crate::store) fn interaction_record(row: &AnyRow) -> StoreResult<Interact
                 .unwrap_or_else(|| serde_json::Value::Object(Default::default())),
             comment: opt_text(row, "resolution_comment")?,
             resolved_by,
+            resolved_by_name: opt_text(row, "resolved_by_name")?,
             resolved_at,
         }),
         _ => None,
@@ -356,6 +357,7 @@ pub(in crate::store) fn token(row: &AnyRow) -> StoreResult<TokenInfo> {
         created_at: time(row, "created_at")?,
         revoked_at: opt_time(row, "revoked_at")?,
         expires_at: opt_time(row, "expires_at")?,
+        name: opt_text(row, "name")?,
     })
 }
 

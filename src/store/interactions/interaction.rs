@@ -4,7 +4,7 @@ use sqlx::AnyConnection;
 use crate::clock::to_millis;
 use crate::domain::commands::ReplyInteraction;
 use crate::domain::decide::expiry::{self, Expiry};
-use crate::domain::interaction::Resolution;
+use crate::domain::interaction::{Resolution, Resolver};
 use crate::domain::run::RunState;
 use crate::domain::{InteractionId, SessionId};
 use crate::store::engine::records::{InteractionRecord, ReplyOutcome, RunRecord};
@@ -46,7 +46,7 @@ impl Store {
         session_id: &SessionId,
         interaction_id: &InteractionId,
         cmd: &ReplyInteraction,
-        resolved_by: &str,
+        by: impl Into<Resolver>,
     ) -> StoreResult<ReplyOutcome> {
         cmd.validate()?;
         self.grouped(ReplyItem {
@@ -54,7 +54,7 @@ impl Store {
             session_id: session_id.clone(),
             interaction_id: interaction_id.clone(),
             cmd: cmd.clone(),
-            resolved_by: resolved_by.to_owned(),
+            by: by.into(),
         })
         .await
     }
@@ -223,6 +223,7 @@ impl Store {
                 "run_id": run_id,
                 "decision": r.resolution.decision,
                 "resolved_by": r.resolution.resolved_by,
+                "resolved_by_name": null,
                 "comment": null,
                 "by_expiry": true,
             }),

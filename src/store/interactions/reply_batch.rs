@@ -11,7 +11,7 @@ use sqlx::Row;
 use crate::clock::to_millis;
 use crate::domain::commands::ReplyInteraction;
 use crate::domain::decide::reply::{self, Decision};
-use crate::domain::interaction::{InteractionRequest, InteractionStatus, Resolution};
+use crate::domain::interaction::{InteractionRequest, InteractionStatus, Resolution, Resolver};
 use crate::domain::run::RunState;
 use crate::domain::{InteractionId, SessionId};
 use crate::store::engine::group::{Answers, GroupedWrite};
@@ -32,7 +32,7 @@ pub(in crate::store) struct ReplyItem {
     pub session_id: SessionId,
     pub interaction_id: InteractionId,
     pub cmd: ReplyInteraction,
-    pub resolved_by: String,
+    pub by: Resolver,
 }
 
 /// A resolution to write: the item's index, the interaction as found, its run.
@@ -109,7 +109,7 @@ impl Store {
             };
             let asked = reply::Reply {
                 cmd: &item.cmd,
-                resolved_by: &item.resolved_by,
+                by: &item.by,
             };
             match reply::decide(found, asked, tx.now) {
                 Ok(Decision::Replay) => answers.push(Some(Ok(ReplyOutcome {
@@ -160,7 +160,8 @@ impl Store {
                     "interaction_id": item.interaction_id,
                     "run_id": run.id,
                     "decision": r.resolution.decision,
-                    "resolved_by": item.resolved_by,
+                    "resolved_by": item.by.id,
+                    "resolved_by_name": item.by.name,
                     "comment": r.resolution.comment,
                 }),
             );
@@ -192,9 +193,9 @@ impl Store {
         let sql = format!(
             "UPDATE interactions SET status = 'resolved', revision = revision + 1, \
              decision = v.column2, resolution_payload = v.column3, resolved_by = v.column4, \
-             resolution_comment = v.column5, resolved_at = $1 \
+             resolution_comment = v.column5, resolved_by_name = v.column6, resolved_at = $1 \
              FROM (VALUES {}) AS v WHERE interactions.id = v.column1",
-            value_rows(2, resolving.len(), 5)
+            value_rows(2, resolving.len(), 6)
         );
         let mut update = sqlx::query(&sql).bind(to_millis(tx.now));
         for r in resolving {
@@ -203,7 +204,8 @@ impl Store {
                 .bind(r.resolution.decision.clone())
                 .bind(rows::to_json(&r.resolution.payload)?)
                 .bind(r.resolution.resolved_by.clone())
-                .bind(r.resolution.comment.clone());
+                .bind(r.resolution.comment.clone())
+                .bind(r.resolution.resolved_by_name.clone());
         }
         update.execute(tx.conn()).await?;
         let ids: Vec<&str> = resolving.iter().map(|r| r.current.id.as_str()).collect();
@@ -254,12 +256,13 @@ impl Store {
         // The ids again as lists of the same parameters: a semi-join over `v` is planned as a
         // sequential scan of the table once a group has a few dozen rows.
         let n = padded(resolving.len());
-        let (interaction_ids, run_ids) = (value_column(2, n, 8, 0), value_column(2, n, 8, 4));
+        let (interaction_ids, run_ids) = (value_column(2, n, 9, 0), value_column(2, n, 9, 4));
         let sql = format!(
             "WITH v AS (VALUES {}), \
              i AS (UPDATE interactions SET status = 'resolved', revision = revision + 1, \
              decision = v.column2, resolution_payload = v.column3, resolved_by = v.column4, \
-             resolution_comment = v.column8, resolved_at = $1 FROM v \
+             resolution_comment = v.column8, resolved_by_name = v.column9, resolved_at = $1 \
+             FROM v \
              WHERE interactions.id = v.column1 \
              AND interactions.id IN ({interaction_ids})), \
              p AS (UPDATE suspensions SET status = 'resolving' \
@@ -271,7 +274,7 @@ impl Store {
              FROM v WHERE runs.id = v.column5 AND runs.id IN ({run_ids}) \
              RETURNING {RUN_RETURNING}) \
              SELECT r.*, (SELECT count(*) FROM d) AS due FROM r",
-            value_rows(2, n, 8)
+            value_rows(2, n, 9)
         );
         let mut update = sqlx::query(&sql).bind(to_millis(tx.now));
         // Padded with the last row: an `UPDATE … FROM` writes a row matched twice once.
@@ -285,7 +288,8 @@ impl Store {
                 .bind(r.rec.run.id.as_str())
                 .bind(r.to.as_str())
                 .bind(i64::from(status_changes))
-                .bind(r.resolution.comment.clone());
+                .bind(r.resolution.comment.clone())
+                .bind(r.resolution.resolved_by_name.clone());
         }
         let found = update.fetch_all(tx.conn()).await?;
         if let Some(row) = found.first() {
