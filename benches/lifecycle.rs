@@ -65,6 +65,7 @@ async fn register(store: &Store, provider_id: &str, base_url: &str) {
             base_url: base_url.into(),
             token: PROVIDER_TOKEN.into(),
         },
+        "bench",
     )
     .await
     .expect("register the provider");

@@ -8,16 +8,17 @@ use clap::Parser;
 use sagents::app::Application;
 use sagents::clock::{Clock, SystemClock};
 use sagents::config::{
-    self, Cli, Command, Config, GrantCommand, ProviderCommand, SecretsCommand, TokenCommand,
+    self, AuditCommand, Cli, Command, Config, GrantCommand, ProviderCommand, SecretsCommand,
+    TokenCommand,
 };
 use sagents::domain::token::NewToken;
 use sagents::domain::TokenId;
 use sagents::metrics::Metrics;
 use sagents::notify::ChangeHub;
 use sagents::providers::conformance;
-use sagents::service::grants;
 use sagents::service::providers::{self, RegisterProvider};
 use sagents::service::tokens::{self, tenant_for};
+use sagents::service::{audit, grants};
 use sagents::store::Store;
 use sagents::{http, telemetry};
 
@@ -82,9 +83,18 @@ async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
                 expires_at,
                 name,
             };
-            let (_, secret) = store.create_token_keyed(&new, None).await?;
+            let (_, secret) = store.create_token_keyed(&new, "cli", None).await?;
             store.close().await;
             println!("{secret}");
+        }
+        Command::Audit(AuditCommand::Export { tenant }) => {
+            let store = open_migrated(&cli.config).await?;
+            let written = audit::export(&store, &tenant, &mut std::io::stdout().lock()).await;
+            store.close().await;
+            written?;
+        }
+        Command::Audit(AuditCommand::Verify { file }) => {
+            println!("{}", audit::verify_file(&file)?);
         }
         Command::Token(TokenCommand::List) => {
             let store = open_migrated(&cli.config).await?;
@@ -97,7 +107,7 @@ async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
         Command::Token(TokenCommand::Revoke { id }) => {
             let id: TokenId = id.parse().context("not a token id")?;
             let store = open_migrated(&cli.config).await?;
-            let revoked = store.revoke_token(&id).await;
+            let revoked = store.revoke_token(&id, "cli").await;
             store.close().await;
             println!("{}", tokens::describe(&revoked?));
         }
@@ -112,7 +122,7 @@ async fn run(cli: Cli, logs: &telemetry::LogGuard) -> anyhow::Result<()> {
                 token: read_token(&token_file)?,
             };
             let store = open_migrated(&cli.config).await?;
-            let registered = providers::register_provider(&store, &req).await;
+            let registered = providers::register_provider(&store, &req, "cli").await;
             store.close().await;
             let info = registered?;
             println!("registered {} at {}", info.provider_id, info.base_url);

@@ -364,7 +364,13 @@ pub async fn measure(
 ) -> ClaimRates {
     let caps = serde_json::to_value(crate::noop::capabilities()).expect("caps json");
     db.store
-        .upsert_provider(PROVIDER_ID, "http://127.0.0.1:9", "bench-token", &caps)
+        .upsert_provider(
+            PROVIDER_ID,
+            "http://127.0.0.1:9",
+            "bench-token",
+            &caps,
+            "bench",
+        )
         .await
         .expect("a provider row");
     let mut rates = ClaimRates::default();

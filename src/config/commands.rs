@@ -35,6 +35,22 @@ pub enum Command {
     /// The keys that sign sandbox grants.
     #[command(subcommand)]
     Grant(GrantCommand),
+    /// The audit trail's hash chains.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Print a chain's records, oldest first, as JSON lines (what `verify` reads).
+    Export {
+        /// A tenant id, or `*` for the changes that belong to no tenant.
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Check a chain exported to a file (JSON lines, or a `GET /v1/audit` page): every hash,
+    /// every link, no record missing. Exits non-zero where it breaks.
+    Verify { file: std::path::PathBuf },
 }
 
 #[derive(Debug, Subcommand)]

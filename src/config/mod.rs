@@ -11,7 +11,8 @@ mod sealing;
 mod secret;
 mod strength;
 pub use commands::{
-    Cli, Command, GrantCommand, ProviderCommand, RoleArg, SecretsCommand, TokenCommand,
+    AuditCommand, Cli, Command, GrantCommand, ProviderCommand, RoleArg, SecretsCommand,
+    TokenCommand,
 };
 pub use origins::parse_origin;
 pub use sealing::{generate_key, SealError, Sealer};

@@ -1,5 +1,6 @@
 //! Pure domain types and rules: no I/O here.
 
+pub mod audit;
 pub mod claim;
 pub mod commands;
 pub mod decide;

@@ -16,9 +16,9 @@ use crate::telemetry::request_line::RequestLog;
 use api::openapi::{self, ApiDoc};
 use api::state::AppState;
 use api::{
-    admin_attention, admin_lifecycle, admin_providers, admin_tenants, admin_tokens, events_stream,
-    health, idempotency, inbox, interactions, jobs, metrics, openapi_contract, runs, runtime,
-    sessions, ui,
+    admin_attention, admin_lifecycle, admin_providers, admin_tenants, admin_tokens, audit,
+    events_stream, health, idempotency, inbox, interactions, jobs, metrics, openapi_contract, runs,
+    runtime, sessions, ui,
 };
 use server::cors::CorsGateLayer;
 use server::deadline::DeadlineLayer;
@@ -39,6 +39,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(admin_attention::router())
         .merge(admin_providers::router())
         .merge(admin_tenants::router())
+        .merge(audit::router())
         .merge(health::router())
         .merge(metrics::router())
 }

@@ -1,5 +1,6 @@
 //! Use cases that are more than one store call: long-polls, token rules, shared caches.
 
+pub mod audit;
 pub mod claims;
 pub mod event_stream;
 pub mod grants;

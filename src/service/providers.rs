@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::domain::interaction::Resolver;
 use crate::domain::validate::{self, ValidationError};
 use crate::providers::client::{CallOptions, ProviderCallError, ProviderClient, UncertainKind};
 use crate::providers::wire::{Capabilities, API_VERSION_V3, CAPABILITY_SANDBOX};
@@ -228,6 +229,7 @@ fn unreachable_or_refused(e: ProviderCallError) -> RegistryError {
 pub async fn register_provider(
     store: &Store,
     req: &RegisterProvider,
+    by: impl Into<Resolver>,
 ) -> Result<ProviderInfo, RegistryError> {
     req.validate()?;
     let caps = fetch_capabilities(&req.base_url, Some(&req.token)).await?;
@@ -242,7 +244,7 @@ pub async fn register_provider(
     let json = serde_json::to_value(&caps)
         .map_err(|e| RegistryError::CapabilitiesInvalid(e.to_string()))?;
     let record = store
-        .upsert_provider(&req.provider_id, &req.base_url, &req.token, &json)
+        .upsert_provider(&req.provider_id, &req.base_url, &req.token, &json, by)
         .await?;
     info_of(record)
 }

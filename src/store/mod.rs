@@ -17,6 +17,7 @@ mod resources;
 mod runs;
 mod sessions;
 
+pub use admin::audit::MAX_AUDIT_PAGE;
 pub use admin::idempotency::{stored_answer, IdempotencyBegin, IdempotencyClaim};
 pub use admin::tokens::TokenReplay;
 pub use claims::runtime::LeaseRenewal;

@@ -90,3 +90,16 @@ pub async fn column_text(url: &str, table: &str, column: &str) -> Vec<String> {
         .map(|(b,)| String::from_utf8_lossy(&b).into_owned())
         .collect()
 }
+
+/// Runs `sql` straight on the database behind the store, as someone with access to it could.
+pub async fn execute(url: &str, sql: &str) {
+    if url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(url).await.expect("open sqlite");
+        sqlx::query(sql).execute(&pool).await.unwrap();
+        pool.close().await;
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.expect("open postgres");
+        sqlx::query(sql).execute(&pool).await.unwrap();
+        pool.close().await;
+    }
+}

@@ -218,7 +218,7 @@ async fn a_refused_token_is_retried_and_never_costs_the_snapshot(backend: Backen
         let (url, caps) = (registered.base_url.clone(), registered.capabilities.clone());
         async move {
             store
-                .upsert_provider("local", &url, token, &caps)
+                .upsert_provider("local", &url, token, &caps, "u")
                 .await
                 .unwrap()
         }

@@ -191,6 +191,7 @@ pub async fn register_at(store: &Store, provider: &Harness, base_url: &str) {
             base_url,
             PROVIDER_TOKEN,
             &serde_json::to_value(caps).unwrap(),
+            "u",
         )
         .await
         .unwrap();

@@ -59,7 +59,7 @@ async fn sealed_tokens_survive_a_key_rotation_and_need_their_key(backend: Backen
     };
 
     let store = sealed_store(&url, &old).await;
-    register_provider(&store, &req).await.unwrap();
+    register_provider(&store, &req, "u").await.unwrap();
     let sealed_old = db::column_text(&url, "providers", "token").await;
     assert!(sealed_old[0].starts_with("sealed:v1:") && !sealed_old[0].contains("provider"));
     assert_eq!(
@@ -105,7 +105,7 @@ async fn a_v3_provider_is_registered_and_listed_without_its_token(backend: Backe
         base_url: local.base_url(),
         token: "provider-secret-0123456789abcdef0123".into(),
     };
-    let info = register_provider(&store, &req).await.unwrap();
+    let info = register_provider(&store, &req, "u").await.unwrap();
     assert_eq!(info.provider_id, "local-1");
     assert_eq!(info.capabilities.api_version, "3");
     let listed = list_providers(&store).await.unwrap();
@@ -124,7 +124,7 @@ async fn a_v3_provider_is_registered_and_listed_without_its_token(backend: Backe
         token: "nope".into(),
         ..req.clone()
     };
-    let e = register_provider(&store, &wrong).await.unwrap_err();
+    let e = register_provider(&store, &wrong, "u").await.unwrap_err();
     assert!(matches!(e, RegistryError::ProviderRefused(_)), "{e:?}");
     assert_eq!((e.code(), e.http_status()), ("provider.refused", 422));
     assert_eq!(
@@ -154,7 +154,7 @@ async fn a_v2_provider_is_refused_and_nothing_is_stored(backend: Backend) {
         base_url: format!("http://{addr}"),
         token: "t".into(),
     };
-    let e = register_provider(&store, &req).await.unwrap_err();
+    let e = register_provider(&store, &req, "u").await.unwrap_err();
     assert_eq!(
         (e.code(), e.http_status()),
         ("provider.api_version_unsupported", 422)
@@ -163,7 +163,7 @@ async fn a_v2_provider_is_refused_and_nothing_is_stored(backend: Backend) {
         base_url: "file:///etc/passwd".into(),
         ..req
     };
-    let e = register_provider(&store, &bad).await.unwrap_err();
+    let e = register_provider(&store, &bad, "u").await.unwrap_err();
     assert_eq!((e.code(), e.http_status()), ("validation.failed", 422));
     assert!(list_providers(&store).await.unwrap().is_empty());
 }

@@ -85,7 +85,7 @@ async fn tokens_are_stored_hashed_and_revocable(backend: Backend) {
     assert_eq!(listed, vec![front.clone(), admin.clone()]);
 
     f.advance(5);
-    let revoked = f.store.revoke_token(&front.id).await.unwrap();
+    let revoked = f.store.revoke_token(&front.id, "u").await.unwrap();
     assert_eq!(revoked.revoked_at, Some(f.store.now()));
     assert_eq!(
         f.store.authenticate(&hash_secret(&secret)).await.unwrap(),
@@ -93,12 +93,12 @@ async fn tokens_are_stored_hashed_and_revocable(backend: Backend) {
     );
     f.advance(5);
     assert_eq!(
-        f.store.revoke_token(&front.id).await.unwrap(),
+        f.store.revoke_token(&front.id, "u").await.unwrap(),
         revoked,
         "revoking twice changes nothing"
     );
     assert!(matches!(
-        f.store.revoke_token(&TokenId::new()).await,
+        f.store.revoke_token(&TokenId::new(), "u").await,
         Err(StoreError::NotFound("token"))
     ));
     assert!(f
@@ -211,12 +211,12 @@ async fn providers_are_upserted_and_listed(backend: Backend) {
     let caps = json!({ "api_version": "3", "capability": "execution.sandbox" });
     let b = f
         .store
-        .upsert_provider("zeta", "http://127.0.0.1:9001", "t1", &caps)
+        .upsert_provider("zeta", "http://127.0.0.1:9001", "t1", &caps, "u")
         .await
         .unwrap();
     let a = f
         .store
-        .upsert_provider("alpha", "http://127.0.0.1:9000", "t0", &caps)
+        .upsert_provider("alpha", "http://127.0.0.1:9000", "t0", &caps, "u")
         .await
         .unwrap();
     assert_eq!(a.capabilities, caps);
@@ -233,6 +233,7 @@ async fn providers_are_upserted_and_listed(backend: Backend) {
             "http://127.0.0.1:9002",
             "t2",
             &json!({ "api_version": "3" }),
+            "u",
         )
         .await
         .unwrap();
@@ -253,7 +254,7 @@ async fn providers_are_upserted_and_listed(backend: Backend) {
     assert_eq!(f.store.list_providers().await.unwrap(), vec![a, b2]);
     match f
         .store
-        .upsert_provider("bad id", "http://x", "t", &caps)
+        .upsert_provider("bad id", "http://x", "t", &caps, "u")
         .await
     {
         Err(StoreError::Invalid(e)) => assert_eq!(e.field, "provider_id"),

@@ -135,7 +135,7 @@ fn spec() -> ResolvedSandboxSpec {
 async fn runs_with_a_sandbox_spec_wait(backend: Backend) {
     let f = fx(backend).await;
     f.store
-        .upsert_provider("local", "http://127.0.0.1:9/", "t", &json!({}))
+        .upsert_provider("local", "http://127.0.0.1:9/", "t", &json!({}), "u")
         .await
         .unwrap();
     let s = f.session("acme").await;

@@ -305,7 +305,11 @@ async fn cancel_closes_what_the_run_left_open(backend: Backend) {
     let interaction = f.pending_interaction(&s).await;
 
     for id in [&suspended, &running.run.id, &queued.id] {
-        let r = f.store.cancel_run(Some("acme"), &s.id, id).await.unwrap();
+        let r = f
+            .store
+            .cancel_run(Some("acme"), &s.id, id, "u")
+            .await
+            .unwrap();
         assert_eq!(r.state, RunState::Cancelled);
     }
     let snap = f.snapshot(&s).await;
@@ -338,19 +342,25 @@ async fn cancel_closes_what_the_run_left_open(backend: Backend) {
         .await
         .unwrap()
         .is_empty());
-    match f.store.cancel_run(Some("acme"), &s.id, &queued.id).await {
+    match f
+        .store
+        .cancel_run(Some("acme"), &s.id, &queued.id, "u")
+        .await
+    {
         Err(StoreError::Conflict { code, .. }) => assert_eq!(code, "run.terminal"),
         other => panic!("expected run.terminal, got {other:?}"),
     }
     let elsewhere = f.session("acme").await;
     assert!(matches!(
         f.store
-            .cancel_run(Some("acme"), &elsewhere.id, &queued.id)
+            .cancel_run(Some("acme"), &elsewhere.id, &queued.id, "u")
             .await,
         Err(StoreError::NotFound("run"))
     ));
     assert!(matches!(
-        f.store.cancel_run(Some("globex"), &s.id, &queued.id).await,
+        f.store
+            .cancel_run(Some("globex"), &s.id, &queued.id, "u")
+            .await,
         Err(StoreError::NotFound("run"))
     ));
 }

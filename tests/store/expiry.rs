@@ -269,7 +269,10 @@ async fn a_tenants_default_deadline_holds_where_an_interaction_names_none(backen
             on_expiry: Some(deny_on_expiry()),
         }),
     };
-    f.store.put_tenant_policy("acme", &policy).await.unwrap();
+    f.store
+        .put_tenant_policy("acme", &policy, "u")
+        .await
+        .unwrap();
     let stored = f.store.tenant_policy("acme").await.unwrap();
     assert_eq!(stored.interaction_expiry, policy.interaction_expiry);
 
@@ -298,7 +301,7 @@ async fn a_tenants_default_deadline_holds_where_an_interaction_names_none(backen
         d.warn_before_seconds = Some(0);
     }
     assert!(matches!(
-        f.store.put_tenant_policy("acme", &bad).await,
+        f.store.put_tenant_policy("acme", &bad, "u").await,
         Err(StoreError::Invalid(e)) if e.field == "interaction_expiry.warn_before_seconds"
     ));
     assert_eq!(

@@ -39,7 +39,7 @@ type Write<'a> = LocalBoxFuture<'a, Result<Run, StoreError>>;
 
 fn cancel<'a>(f: &'a Fx, session: &Session, run: &RunId) -> Write<'a> {
     let (session, run) = (session.id.clone(), run.clone());
-    async move { f.store.cancel_run(Some("acme"), &session, &run).await }.boxed_local()
+    async move { f.store.cancel_run(Some("acme"), &session, &run, "u").await }.boxed_local()
 }
 
 fn resume<'a>(f: &'a Fx, session: &Session, run: &RunId) -> Write<'a> {
@@ -105,7 +105,7 @@ async fn transitions_in_one_group_keep_their_own_answers(backend: Backend) {
     let (asking, _) = f.suspended(&s, true).await;
     let done = f.claimed(&s).await.run.id;
     f.store
-        .cancel_run(Some("acme"), &s.id, &done)
+        .cancel_run(Some("acme"), &s.id, &done, "u")
         .await
         .unwrap();
     let (back, back_token) = resuming(&f, &s).await;

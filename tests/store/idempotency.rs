@@ -148,6 +148,7 @@ async fn a_token_created_under_a_key_is_answered_again_after_a_crash(backend: Ba
                 expires_at: None,
                 name: None,
             },
+            "u",
             Some((&claim("k5"), &replay)),
         )
         .await

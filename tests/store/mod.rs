@@ -19,6 +19,7 @@ use serde_json::json;
 use crate::common::db::{self, TestDb};
 
 mod admin;
+mod audit;
 mod cancelled;
 mod claims;
 mod cycle;

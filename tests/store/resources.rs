@@ -48,6 +48,7 @@ pub async fn register(f: &Fx) {
             "http://127.0.0.1:9/",
             "provider-secret",
             &json!({ "api_version": "3", "capability": "execution.sandbox" }),
+            "u",
         )
         .await
         .unwrap();

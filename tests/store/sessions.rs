@@ -262,7 +262,7 @@ async fn revision_moves_only_with_visible_changes(backend: Backend) {
         .await
         .unwrap();
     f.store
-        .upsert_provider("local", "http://127.0.0.1:1", "secret", &json!({}))
+        .upsert_provider("local", "http://127.0.0.1:1", "secret", &json!({}), "u")
         .await
         .unwrap();
     f.store.setting_or_init("grant_secret", "x").await.unwrap();
@@ -366,7 +366,7 @@ async fn events_log_every_step_in_sequence(backend: Backend) {
         .await
         .unwrap();
     f.store
-        .cancel_run(Some("acme"), &s.id, &run_id)
+        .cancel_run(Some("acme"), &s.id, &run_id, "u")
         .await
         .unwrap();
 

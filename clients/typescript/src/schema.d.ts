@@ -212,6 +212,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["list_audit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/interactions": {
         parameters: {
             query?: never;
@@ -517,6 +533,42 @@ export interface components {
             /** @description Longest waiting first. */
             items: components["schemas"]["AttentionItem"][];
             next_cursor?: null | components["schemas"]["RunId"];
+        };
+        /** @description A page of one chain, in sequence order. */
+        AuditPage: {
+            records: components["schemas"]["AuditRecord"][];
+            /** @description Pass as `cursor` for the records after these; null when this page is the last. */
+            next_cursor?: string | null;
+        };
+        /**
+         * @description One audit record as served and exported. `hash` is the SHA-256, in lowercase hex, of the
+         *     record without `hash` in the canonical form of `payload_sha256` (compact JSON, keys
+         *     sorted); `prev_hash` is the hash of the chain's record before it.
+         */
+        AuditRecord: {
+            /** @description The tenant whose chain holds it, or `*`. */
+            tenant: string;
+            /**
+             * Format: int64
+             * @description Its place in the chain, from 1 without gaps.
+             */
+            sequence: number;
+            /** Format: date-time */
+            at: string;
+            /**
+             * @description What happened: `interaction.resolved`, `interaction.expired`, `run.cancelled`,
+             *     `token.created`, `token.revoked`, `tenant_policy.changed`, `resource.operator_action`.
+             */
+            kind: string;
+            /** @description Who did it: `token:<id>`, `system:expiry`, `cli`. */
+            actor: string;
+            /** @description The actor token's display name then, if it had one. */
+            actor_name?: string | null;
+            /** @description What it was done to: an interaction, run, token or tenant id. */
+            subject: string;
+            data: Record<string, unknown>;
+            prev_hash: string;
+            hash: string;
         };
         /** @description `GET /v3/capabilities`. */
         Capabilities: {
@@ -2393,6 +2445,78 @@ export interface operations {
             };
             /** @description `token.not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service.unavailable`: the database is unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_audit: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The chain: a tenant id, or `*` for changes that belong to no tenant. An admin must
+                 *     name it; a frontend token reads its own tenant's (and may name only that one).
+                 */
+                tenant?: string;
+                /** @description The `next_cursor` of the previous page (the last sequence seen). */
+                cursor?: string;
+                /** @description Only records at or after this instant. */
+                since?: string;
+                /** @description At most this many records (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The chain's records after the cursor, oldest first. Each holds the hash of the one before it: `sagents audit verify` checks an export */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description `auth.unauthorized`: missing, unknown or revoked token */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `auth.forbidden`: a frontend token naming another tenant's chain; `auth.forbidden`: the token's role may not call this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request.invalid`: no `tenant` from an admin, a malformed `tenant` or `cursor`, `limit` out of range */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

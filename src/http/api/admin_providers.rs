@@ -61,10 +61,10 @@ impl From<RegistryError> for ApiError {
 )]
 async fn register_provider(
     State(state): State<AppState>,
-    _admin: Admin,
+    admin: Admin,
     ApiJson(cmd): ApiJson<RegisterProvider>,
 ) -> Result<(StatusCode, Json<ProviderInfo>), ApiError> {
-    let info = providers::register_provider(&state.store, &cmd).await?;
+    let info = providers::register_provider(&state.store, &cmd, admin.resolver()).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
 

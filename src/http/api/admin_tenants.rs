@@ -51,10 +51,13 @@ async fn get_tenant_policy(
 )]
 async fn put_tenant_policy(
     State(state): State<AppState>,
-    _admin: Admin,
+    admin: Admin,
     ids: PathIds,
     ApiJson(policy): ApiJson<TenantPolicy>,
 ) -> Result<Json<TenantPolicyInfo>, ApiError> {
     let tenant = ids.text("tenant")?;
-    Ok(Json(state.store.put_tenant_policy(tenant, &policy).await?))
+    let by = admin.resolver();
+    Ok(Json(
+        state.store.put_tenant_policy(tenant, &policy, by).await?,
+    ))
 }

@@ -94,7 +94,7 @@ pub struct TokenList {
 )]
 async fn create_token(
     State(state): State<AppState>,
-    _admin: Admin,
+    admin: Admin,
     key: Option<Extension<IdempotencyClaim>>,
     ApiJson(cmd): ApiJson<CreateToken>,
 ) -> Result<Response, ApiError> {
@@ -112,6 +112,7 @@ async fn create_token(
                 expires_at: expiry(&state, cmd.ttl_seconds),
                 name: cmd.name,
             },
+            admin.resolver(),
             key,
         )
         .await?;
@@ -167,11 +168,14 @@ async fn list_tokens(
 )]
 async fn revoke_token(
     State(state): State<AppState>,
-    _admin: Admin,
+    admin: Admin,
     ids: PathIds,
 ) -> Result<Json<TokenInfo>, ApiError> {
     let token_id: TokenId = ids.get("token_id")?;
-    let info = state.store.revoke_token(&token_id).await?;
+    let info = state
+        .store
+        .revoke_token(&token_id, admin.resolver())
+        .await?;
     state.tokens.evict(&token_id);
     state.streams.revoked(&token_id);
     Ok(Json(info))

@@ -54,6 +54,8 @@ pub struct RuntimeRole;
 pub struct AdminRole;
 #[derive(Debug)]
 pub struct ObserverRole;
+#[derive(Debug)]
+pub struct AuditorRole;
 
 impl RoleMarker for FrontendRole {
     const ROLES: &'static [Role] = &[Role::Frontend];
@@ -66,6 +68,9 @@ impl RoleMarker for AdminRole {
 }
 impl RoleMarker for ObserverRole {
     const ROLES: &'static [Role] = &[Role::Admin, Role::Metrics];
+}
+impl RoleMarker for AuditorRole {
+    const ROLES: &'static [Role] = &[Role::Admin, Role::Frontend];
 }
 
 /// An authenticated caller holding role `R` (403 for any other role).
@@ -80,6 +85,8 @@ pub type Runtime = Auth<RuntimeRole>;
 pub type Admin = Auth<AdminRole>;
 /// Reads metrics: an admin or a read-only `metrics` token (a Prometheus scraper's).
 pub type Observer = Auth<ObserverRole>;
+/// Reads the audit trail: an admin (any chain) or a frontend (its tenant's).
+pub type Auditor = Auth<AuditorRole>;
 
 impl<R: RoleMarker> FromRequestParts<AppState> for Auth<R> {
     type Rejection = ApiError;

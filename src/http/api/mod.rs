@@ -6,6 +6,7 @@ pub mod admin_lifecycle;
 pub mod admin_providers;
 pub mod admin_tenants;
 pub mod admin_tokens;
+pub mod audit;
 pub mod auth;
 pub mod commands;
 pub mod error;

@@ -30,6 +30,7 @@ pub const BEARER: &str = "bearer";
         (name = "runtime", description = "Runtime workers: claims and leases"),
         (name = "jobs", description = "Runtime: background jobs of a run"),
         (name = "admin", description = "Operator: tokens, providers, execution resources and metrics"),
+        (name = "audit", description = "The audit trail: hash-chained records of decisions, expiries, cancels and operators' changes"),
         (name = "health", description = "Liveness and readiness (no token)"),
     )
 )]

@@ -121,7 +121,7 @@ async fn cancel_run(
     let run_id: RunId = ids.get("run_id")?;
     let run = state
         .store
-        .cancel_run(auth.scope(), &session_id, &run_id)
+        .cancel_run(auth.scope(), &session_id, &run_id, auth.resolver())
         .await?;
     Ok(Json(run))
 }

@@ -1,5 +1,7 @@
 use crate::clock::to_millis;
 use crate::config::{SealError, Sealer};
+use crate::domain::audit::{AuditEntry, SYSTEM_CHAIN};
+use crate::domain::interaction::Resolver;
 use crate::domain::validate;
 use crate::store::engine::records::ProviderRecord;
 use crate::store::engine::rows::{self, PROVIDER_COLS};
@@ -66,14 +68,17 @@ impl Store {
         Ok(rewritten)
     }
 
-    /// Inserts or replaces (same `provider_id`) a provider.
+    /// Inserts or replaces (same `provider_id`) a provider (audited in the system chain,
+    /// never its token).
     pub async fn upsert_provider(
         &self,
         provider_id: &str,
         base_url: &str,
         token: &str,
         capabilities: &serde_json::Value,
+        by: impl Into<Resolver>,
     ) -> StoreResult<ProviderRecord> {
+        let by = by.into();
         validate::name("provider_id", provider_id)?;
         validate::text("base_url", base_url)?;
         validate::text("token", token)?;
@@ -89,15 +94,29 @@ impl Store {
              updated_at = excluded.updated_at \
              RETURNING {PROVIDER_COLS}"
         );
-        let row = sqlx::query(&sql)
-            .bind(provider_id)
-            .bind(base_url)
-            .bind(&sealed)
-            .bind(rows::to_json(capabilities)?)
-            .bind(to_millis(self.now()))
-            .fetch_one(&self.inner.write)
-            .await?;
-        self.opened(rows::provider(&row)?)
+        let mut tx = self.write_tx().await?;
+        let written = async {
+            let row = sqlx::query(&sql)
+                .bind(provider_id)
+                .bind(base_url)
+                .bind(&sealed)
+                .bind(rows::to_json(capabilities)?)
+                .bind(to_millis(tx.now))
+                .fetch_one(tx.conn())
+                .await?;
+            tx.audit(AuditEntry {
+                tenant: SYSTEM_CHAIN.to_owned(),
+                kind: "provider.registered",
+                actor: by.id,
+                actor_name: by.name,
+                subject: provider_id.to_owned(),
+                data: serde_json::json!({ "base_url": base_url, "capabilities": capabilities }),
+            });
+            rows::provider(&row)
+        }
+        .await;
+        let record = tx.finish(self, written).await?;
+        self.opened(record)
     }
 
     pub async fn list_providers(&self) -> StoreResult<Vec<ProviderRecord>> {

@@ -3,7 +3,8 @@ use std::collections::HashMap;
 use sqlx::any::AnyRow;
 
 use crate::clock::to_millis;
-use crate::domain::interaction::OnExpiry;
+use crate::domain::audit::AuditEntry;
+use crate::domain::interaction::{OnExpiry, Resolver};
 use crate::domain::tenant::{ExpiryDefault, TenantPolicy, TenantPolicyInfo};
 use crate::domain::validate;
 use crate::store::engine::params::{bind_ids, params};
@@ -82,18 +83,21 @@ impl Store {
         Ok(defaults)
     }
 
-    /// Sets `tenant`'s whole policy.
+    /// Sets `tenant`'s whole policy (audited in its chain).
     pub async fn put_tenant_policy(
         &self,
         tenant: &str,
         policy: &TenantPolicy,
+        by: impl Into<Resolver>,
     ) -> StoreResult<TenantPolicyInfo> {
         validate::name("tenant", tenant)?;
         policy.validate()?;
-        let now = self.now();
+        let by = by.into();
+        let mut tx = self.write_tx().await?;
+        let now = tx.now;
         let expiry = policy.interaction_expiry.as_ref();
         let on_expiry = expiry.and_then(|d| d.on_expiry.as_ref());
-        sqlx::query(
+        let written = sqlx::query(
             "INSERT INTO tenant_policies (tenant_id, allow_host_network, expires_in_seconds, \
              warn_before_seconds, on_expiry, expiry_decision, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (tenant_id) DO UPDATE SET \
@@ -110,8 +114,19 @@ impl Store {
         .bind(on_expiry.map(|p| p.action.as_str()))
         .bind(on_expiry.and_then(|p| p.decision.clone()))
         .bind(to_millis(now))
-        .execute(&self.inner.write)
-        .await?;
+        .execute(tx.conn())
+        .await;
+        if written.is_ok() {
+            tx.audit(AuditEntry {
+                tenant: tenant.to_owned(),
+                kind: "tenant_policy.changed",
+                actor: by.id,
+                actor_name: by.name,
+                subject: tenant.to_owned(),
+                data: serde_json::to_value(policy).unwrap_or_default(),
+            });
+        }
+        tx.finish(self, written.map_err(Into::into)).await?;
         Ok(TenantPolicyInfo {
             tenant: tenant.to_owned(),
             allow_host_network: policy.allow_host_network,

@@ -1,6 +1,8 @@
 use chrono::{DateTime, Utc};
 
 use crate::clock::to_millis;
+use crate::domain::audit::{AuditEntry, SYSTEM_CHAIN};
+use crate::domain::interaction::Resolver;
 use crate::domain::token::{self, new_secret, NewToken, Principal, Role, TokenInfo};
 use crate::domain::validate::{self, ValidationError};
 use crate::domain::TokenId;
@@ -27,7 +29,7 @@ impl Store {
             expires_at,
             name: None,
         };
-        self.create_token_keyed(&new, None).await
+        self.create_token_keyed(&new, "cli", None).await
     }
 
     /// [`Self::create_token`] under an `Idempotency-Key`: `replay` gives the status and stored
@@ -35,8 +37,10 @@ impl Store {
     pub async fn create_token_keyed(
         &self,
         new: &NewToken,
+        by: impl Into<Resolver>,
         key: Option<(&IdempotencyClaim, TokenReplay<'_>)>,
     ) -> StoreResult<(TokenInfo, String)> {
+        let by = by.into();
         let (role, tenant, expires_at) = (new.role, new.tenant.as_deref(), new.expires_at);
         if let Some(name) = &new.name {
             token::check_name(name)?;
@@ -87,6 +91,7 @@ impl Store {
             .bind(info.name.as_deref())
             .execute(tx.conn())
             .await?;
+            tx.audit(token_record(&info, "token.created", &by));
             if let Some((claim, replay)) = key {
                 let (status, stored) = replay(&info);
                 self.idempotency_stored_in(&mut tx, claim, status, &stored)
@@ -147,19 +152,60 @@ impl Store {
     }
 
     /// Marks the token revoked (`NotFound("token")` if unknown); revoking twice is a no-op.
-    pub async fn revoke_token(&self, id: &TokenId) -> StoreResult<TokenInfo> {
-        let sql = format!(
-            "UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 \
-             RETURNING {TOKEN_COLS}"
-        );
-        let row = sqlx::query(&sql)
-            .bind(id.as_str())
-            .bind(to_millis(self.now()))
-            .fetch_optional(&self.inner.write)
-            .await?;
-        match row {
-            Some(row) => rows::token(&row),
-            None => Err(StoreError::NotFound("token")),
+    /// Revokes a token (again: no change); the first revocation is audited.
+    pub async fn revoke_token(
+        &self,
+        id: &TokenId,
+        by: impl Into<Resolver>,
+    ) -> StoreResult<TokenInfo> {
+        let by = by.into();
+        let mut tx = self.write_tx().await?;
+        let result = async {
+            let sql = format!(
+                "UPDATE tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL \
+                 RETURNING {TOKEN_COLS}"
+            );
+            let revoked = sqlx::query(&sql)
+                .bind(id.as_str())
+                .bind(to_millis(tx.now))
+                .fetch_optional(tx.conn())
+                .await?;
+            if let Some(row) = revoked {
+                let info = rows::token(&row)?;
+                tx.audit(token_record(&info, "token.revoked", &by));
+                return Ok(info);
+            }
+            let sql = format!("SELECT {TOKEN_COLS} FROM tokens WHERE id = $1");
+            match sqlx::query(&sql)
+                .bind(id.as_str())
+                .fetch_optional(tx.conn())
+                .await?
+            {
+                Some(row) => rows::token(&row),
+                None => Err(StoreError::NotFound("token")),
+            }
         }
+        .await;
+        tx.finish(self, result).await
+    }
+}
+
+/// The audit record of a token's creation or revocation, in its tenant's chain (admin and
+/// metrics tokens: the system chain). Never its secret.
+fn token_record(info: &TokenInfo, kind: &'static str, by: &Resolver) -> AuditEntry {
+    AuditEntry {
+        tenant: info
+            .tenant_id
+            .clone()
+            .unwrap_or_else(|| SYSTEM_CHAIN.to_owned()),
+        kind,
+        actor: by.id.clone(),
+        actor_name: by.name.clone(),
+        subject: info.id.to_string(),
+        data: serde_json::json!({
+            "role": info.role,
+            "name": info.name,
+            "expires_at": info.expires_at,
+        }),
     }
 }

@@ -101,7 +101,7 @@ mod tests {
         send(&s.session_revision(None, ses));
         send(&s.create_run("t", ses, runs.0));
         send(&s.get_run(None, run));
-        send(&s.cancel_run(None, ses, run));
+        send(&s.cancel_run(None, ses, run, "u"));
         send(&s.resume_run(None, ses, run, "u"));
         send(&s.claim_runs(None, "w", 1, ttl));
         send(&s.heartbeat(None, lease, 1, ttl));
@@ -122,7 +122,7 @@ mod tests {
         send(&s.idempotency_begin("s", "k", "h", ttl));
         send(&s.idempotency_finish("s", "k", 200, b""));
         send(&s.setting_or_init("k", "v"));
-        send(&s.upsert_provider("p", "u", "t", &serde_json::Value::Null));
+        send(&s.upsert_provider("p", "u", "t", &serde_json::Value::Null, "u"));
         send(&s.list_providers());
         send(&s.check_ready());
         send(&s.claim_lifecycle_work("c", 1, ttl));

@@ -15,10 +15,12 @@ use super::params::params;
 use super::rows::to_json;
 use super::snapshot_read::{read_snapshot, OwnedSnapshot};
 use crate::clock::to_millis;
+use crate::domain::audit::AuditEntry;
 use crate::metrics::Metrics;
 use crate::notify::{self, Work};
 use crate::snapshot_cache::Encoded;
 
+mod audit;
 mod touch;
 
 /// Rows per multi-row event insert (five parameters each).
@@ -41,6 +43,7 @@ pub(in crate::store) struct WriteTx {
     sessions: BTreeMap<String, Touch>,
     /// `(run_id, sequence, type, data)` for the operators' resource history.
     resource_events: Vec<(String, i64, &'static str, serde_json::Value)>,
+    audit: Vec<AuditEntry>,
     work: Work,
     /// Grouped writes this transaction carries (see `GroupedWrite`).
     writes: usize,
@@ -52,6 +55,7 @@ pub(in crate::store) struct WriteTx {
 pub(in crate::store) struct Staged {
     sessions: BTreeMap<String, Touch>,
     resource_events: Vec<(String, i64, &'static str, serde_json::Value)>,
+    audit: Vec<AuditEntry>,
     work: Work,
 }
 
@@ -87,6 +91,7 @@ impl Store {
             now: self.now(),
             sessions: BTreeMap::new(),
             resource_events: Vec::new(),
+            audit: Vec::new(),
             work: Work::None,
             writes: 0,
             announce: Announce::default(),
@@ -174,6 +179,7 @@ impl WriteTx {
         Ok(Staged {
             sessions: std::mem::take(&mut self.sessions),
             resource_events: std::mem::take(&mut self.resource_events),
+            audit: std::mem::take(&mut self.audit),
             work: std::mem::take(&mut self.work),
         })
     }
@@ -189,8 +195,10 @@ impl WriteTx {
             into.events.extend(touch.events);
         }
         staged.resource_events.append(&mut self.resource_events);
+        staged.audit.append(&mut self.audit);
         self.sessions = staged.sessions;
         self.resource_events = staged.resource_events;
+        self.audit = staged.audit;
         self.work = self.work.max(staged.work);
         Ok(())
     }
@@ -204,6 +212,7 @@ impl WriteTx {
             .await?;
         self.sessions = staged.sessions;
         self.resource_events = staged.resource_events;
+        self.audit = staged.audit;
         self.work = staged.work;
         Ok(())
     }
@@ -240,6 +249,7 @@ impl WriteTx {
             .collect::<StoreResult<_>>()?;
         self.insert_events("execution_resource_events", "run_id", &rows)
             .await?;
+        self.append_audit(store).await?;
         let payloads = self.replica_payloads(&revisions);
         store.notify_replicas(&mut self.tx, &payloads).await?;
         let prefetched = self.prefetch(store, &revisions).await?;

@@ -2,9 +2,10 @@ use serde_json::json;
 use sqlx::AnyConnection;
 
 use crate::clock::to_millis;
+use crate::domain::audit::AuditEntry;
 use crate::domain::commands::ReplyInteraction;
 use crate::domain::decide::expiry::{self, Expiry};
-use crate::domain::interaction::{Resolution, Resolver};
+use crate::domain::interaction::{Resolution, Resolver, RESOLVED_BY_EXPIRY};
 use crate::domain::run::RunState;
 use crate::domain::{InteractionId, SessionId};
 use crate::store::engine::records::{InteractionRecord, ReplyOutcome, RunRecord};
@@ -159,7 +160,11 @@ impl Store {
                 "run_id": rec.run.id,
                 "on_expiry": policy,
             });
-            match expiry::decide(&current.interaction, &rec.run, tx.now) {
+            let decided = expiry::decide(&current.interaction, &rec.run, tx.now);
+            if decided != Expiry::NotDue {
+                tx.audit(expired_record(&current, &rec, &decided));
+            }
+            match decided {
                 Expiry::NotDue => return Ok(false),
                 Expiry::Expire { end } => {
                     sqlx::query(
@@ -235,5 +240,30 @@ impl Store {
         );
         tx.runtime_work();
         Ok(())
+    }
+}
+
+/// The audit record of an expiry: the policy, and what it did to the run.
+fn expired_record(current: &InteractionRecord, rec: &RunRecord, decided: &Expiry) -> AuditEntry {
+    let (decision, run_state) = match decided {
+        Expiry::Resolve { resolution, to } => (Some(resolution.decision.as_str()), Some(*to)),
+        Expiry::Expire { end } => (None, end.as_ref().map(|(to, _)| *to)),
+        Expiry::NotDue => (None, None),
+    };
+    AuditEntry {
+        tenant: rec.tenant_id.clone(),
+        kind: "interaction.expired",
+        actor: RESOLVED_BY_EXPIRY.to_owned(),
+        actor_name: None,
+        subject: current.interaction.id.to_string(),
+        data: json!({
+            "session_id": current.session_id,
+            "run_id": rec.run.id,
+            "expires_at": current.interaction.expires_at,
+            "on_expiry": current.interaction.on_expiry,
+            "decision": decision,
+            "run_state": run_state,
+            "payload_sha256": current.interaction.payload_sha256,
+        }),
     }
 }

@@ -9,6 +9,7 @@ use serde_json::json;
 use sqlx::Row;
 
 use crate::clock::to_millis;
+use crate::domain::audit::AuditEntry;
 use crate::domain::commands::ReplyInteraction;
 use crate::domain::decide::reply::{self, Decision};
 use crate::domain::interaction::{InteractionRequest, InteractionStatus, Resolution, Resolver};
@@ -33,6 +34,30 @@ pub(in crate::store) struct ReplyItem {
     pub interaction_id: InteractionId,
     pub cmd: ReplyInteraction,
     pub by: Resolver,
+}
+
+/// The audit record of a decision: what was answered, to what payload, by whom.
+pub(in crate::store) fn decided(
+    interaction: &InteractionRequest,
+    rec: &RunRecord,
+    resolution: &Resolution,
+) -> AuditEntry {
+    AuditEntry {
+        tenant: rec.tenant_id.clone(),
+        kind: "interaction.resolved",
+        actor: resolution.resolved_by.clone(),
+        actor_name: resolution.resolved_by_name.clone(),
+        subject: interaction.id.to_string(),
+        data: json!({
+            "session_id": rec.run.session_id,
+            "run_id": rec.run.id,
+            "interaction_type": interaction.interaction_type,
+            "decision": resolution.decision,
+            "comment": resolution.comment,
+            "payload_sha256": interaction.payload_sha256,
+            "revision": interaction.revision,
+        }),
+    }
 }
 
 /// A resolution to write: the item's index, the interaction as found, its run.
@@ -170,6 +195,7 @@ impl Store {
                 "run.resuming",
                 json!({ "run_id": run.id, "interaction_id": item.interaction_id }),
             );
+            tx.audit(decided(&r.current, r.rec, &r.resolution));
             answers[r.index] = Some(Ok(ReplyOutcome {
                 interaction: InteractionRequest {
                     status: InteractionStatus::Resolved,

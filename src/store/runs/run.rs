@@ -1,7 +1,9 @@
 use serde_json::json;
 
+use crate::domain::audit::AuditEntry;
 use crate::domain::commands::CreateRun;
 use crate::domain::decide::transition;
+use crate::domain::interaction::Resolver;
 use crate::domain::run::{LeaseHolder, Run, RunReadBack};
 use crate::domain::{RunId, SessionId, SuspensionId};
 use crate::store::admin::idempotency::IdempotencyClaim;
@@ -102,12 +104,14 @@ impl Store {
         tenant: Option<&str>,
         session_id: &SessionId,
         run_id: &RunId,
+        by: impl Into<Resolver>,
     ) -> StoreResult<Run> {
         self.write_transition(TransitionItem {
             tenant: tenant.map(str::to_owned),
             run_id: run_id.clone(),
             kind: Transition::Cancel {
                 session_id: session_id.clone(),
+                by: by.into(),
             },
         })
         .await
@@ -159,10 +163,20 @@ impl Store {
         tenant: Option<&str>,
         session_id: &SessionId,
         run_id: &RunId,
+        by: &Resolver,
     ) -> StoreResult<Run> {
         let rec = self.session_run(tx, tenant, session_id, run_id).await?;
         let to = transition::cancel(&rec.run)?;
-        self.finish_run(tx, &rec, to, None, None).await
+        let run = self.finish_run(tx, &rec, to, None, None).await?;
+        tx.audit(AuditEntry {
+            tenant: rec.tenant_id.clone(),
+            kind: "run.cancelled",
+            actor: by.id.clone(),
+            actor_name: by.name.clone(),
+            subject: run_id.to_string(),
+            data: json!({ "session_id": session_id, "from": rec.run.state }),
+        });
+        Ok(run)
     }
 
     /// The checks and writes of `resume_run` in `tx`.

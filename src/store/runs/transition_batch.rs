@@ -3,6 +3,7 @@
 //! its own rows. A write the database itself refuses is retried alone after the group.
 
 use crate::domain::commands::ConfirmResumed;
+use crate::domain::interaction::Resolver;
 use crate::domain::run::Run;
 use crate::domain::{RunId, SessionId};
 use crate::store::engine::group::{Answers, GroupedWrite};
@@ -17,6 +18,7 @@ pub(in crate::store) type Transitioned = Result<Run, String>;
 pub(in crate::store) enum Transition {
     Cancel {
         session_id: SessionId,
+        by: Resolver,
     },
     Resume {
         session_id: SessionId,
@@ -98,8 +100,8 @@ impl Store {
     ) -> StoreResult<Transitioned> {
         let tenant = item.tenant.as_deref();
         match &item.kind {
-            Transition::Cancel { session_id } => self
-                .cancel_in(tx, tenant, session_id, &item.run_id)
+            Transition::Cancel { session_id, by } => self
+                .cancel_in(tx, tenant, session_id, &item.run_id, by)
                 .await
                 .map(Ok),
             Transition::Resume {

@@ -51,7 +51,7 @@ async fn a_stream_ends_within_5_s_of_its_tokens_revocation_on_another_replica(ba
     let kept = open_stream(&app, &app.frontend, &session).await;
     assert_eq!(kept.status(), 200);
     // Revoked in the database, as another replica does: this one hears nothing of it.
-    app.store().revoke_token(&info.id).await.unwrap();
+    app.store().revoke_token(&info.id, "u").await.unwrap();
     let took = ends_within(res, Duration::from_secs(5)).await;
     assert!(
         took.is_some(),

@@ -69,7 +69,7 @@ async fn an_unregistered_provider_is_refused(backend: Backend) {
     );
 
     f.store
-        .upsert_provider("other", "http://127.0.0.1:9/", "t", &json!({}))
+        .upsert_provider("other", "http://127.0.0.1:9/", "t", &json!({}), "u")
         .await
         .unwrap();
     assert!(f.store.create_run("acme", &s.id, &cmd).await.is_err());

@@ -139,14 +139,20 @@ async fn ending_a_run_makes_its_record_due(backend: Backend) {
     let queued = sandbox_run(&f, &s, None).await;
     let before = settle_due(&f, &queued.id).await;
     f.advance(1);
-    f.store.cancel_run(None, &s.id, &queued.id).await.unwrap();
+    f.store
+        .cancel_run(None, &s.id, &queued.id, "u")
+        .await
+        .unwrap();
     due_then_settle(&f, &queued.id, &before, f.store.now()).await;
 
     // A record that is already due keeps its earlier due time.
     let early = sandbox_run(&f, &s, None).await;
     let before = f.store.get_resource(&early.id).await.unwrap();
     f.advance(1);
-    f.store.cancel_run(None, &s.id, &early.id).await.unwrap();
+    f.store
+        .cancel_run(None, &s.id, &early.id, "u")
+        .await
+        .unwrap();
     due_then_settle(&f, &early.id, &before, before.due_at.unwrap()).await;
 
     let (expiring, claim) = running(&f, &s).await;
