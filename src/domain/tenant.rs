@@ -56,6 +56,13 @@ impl TenantPolicy {
                 range(),
             ));
         }
+        let named = d.on_expiry.as_ref().and_then(|p| p.decision.as_deref());
+        if named.is_some_and(|n| !(1..=128).contains(&n.chars().count())) {
+            return Err(ValidationError::new(
+                "interaction_expiry.on_expiry.decision",
+                "must be 1 to 128 characters",
+            ));
+        }
         let decision = d
             .on_expiry
             .as_ref()

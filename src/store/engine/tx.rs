@@ -249,10 +249,11 @@ impl WriteTx {
             .collect::<StoreResult<_>>()?;
         self.insert_events("execution_resource_events", "run_id", &rows)
             .await?;
-        self.append_audit(store).await?;
         let payloads = self.replica_payloads(&revisions);
         store.notify_replicas(&mut self.tx, &payloads).await?;
         let prefetched = self.prefetch(store, &revisions).await?;
+        // Last: a chain's head stays locked only until the commit.
+        self.append_audit(store).await?;
         self.tx.commit().await?;
         let hub = store.hub();
         for p in prefetched {
