@@ -1,97 +1,118 @@
-"""A full approval cycle against the SAgents lifecycle service with plain httpx.
+"""A full approval cycle against the SAgents lifecycle service with the typed Python client.
 
-A runtime starts a run, suspends it for a human's approval; the approver finds it in the
-inbox and approves; the runtime is offered the run again with its checkpoint, resumes and
-completes it.
+A runtime starts a run and suspends it for a human's approval with a deadline that denies on
+its own; the approver finds it in the inbox and approves with a comment, bound to the payload
+shown; the runtime is offered the run again with its checkpoint, resumes and completes it; the
+decision is in the tenant's audit chain.
 
-    pip install httpx
-    SAGENTS_URL=http://127.0.0.1:8080 FRONT=<frontend token> RUNTIME=<runtime token> \
+    pip install clients/python
+    SAGENTS_URL=http://127.0.0.1:8080 FRONT=<frontend token> RUNTIME=<runtime token> \\
         python3 examples/python/approval_cycle.py
 """
 
 import os
 import sys
-import uuid
 
-import httpx
+from sagents_api import AuthenticatedClient
+from sagents_api.api.audit import list_audit
+from sagents_api.api.interactions import list_inbox, reply
+from sagents_api.api.runs import complete_run, confirm_resumed, create_run, suspend_run
+from sagents_api.api.runtime import claim_runs
+from sagents_api.api.sessions import create_session, get_snapshot
+from sagents_api.models import (
+    ClaimRequest,
+    CompleteRun,
+    CompleteRunOutput,
+    ConfirmResumed,
+    CreateRun,
+    CreateRunInput,
+    CreateSession,
+    ExpiryAction,
+    InteractionType,
+    NewCheckpoint,
+    NewCheckpointState,
+    NewInteraction,
+    NewInteractionPayload,
+    OnExpiry,
+    ReplyInteraction,
+    SuspendRun,
+    SuspensionReason,
+)
+from sagents_client import SagentsError, connect, ok
 
 SPEC_HASH = "sha256:" + "e" * 64
 
 
-class Api:
-    """One token's view of the service; every write carries a fresh Idempotency-Key."""
-
-    def __init__(self, base_url: str, token: str) -> None:
-        self.http = httpx.Client(
-            base_url=base_url, headers={"authorization": f"Bearer {token}"}, timeout=30
-        )
-
-    def get(self, path: str, **params) -> dict:
-        return self._check(self.http.get(path, params=params))
-
-    def post(self, path: str, body: dict, key: str | None = None) -> dict:
-        headers = {"idempotency-key": key or str(uuid.uuid4())}
-        return self._check(self.http.post(path, json=body, headers=headers))
-
-    @staticmethod
-    def _check(res: httpx.Response) -> dict:
-        if res.is_error:
-            problem = res.json()
-            sys.exit(f"{res.request.method} {res.request.url.path}: {res.status_code} "
-                     f"{problem.get('code')}: {problem.get('detail')}")
-        return res.json()
-
-
-def claim(runtime: Api, run_id: str) -> dict:
-    offered = runtime.post("/v1/runtime/claims", {"worker_id": "python-example", "wait_seconds": 5})
-    for c in offered["claims"]:
-        if c["run"]["id"] == run_id:
+def claim(runtime: AuthenticatedClient, run_id: str):
+    offered = ok(claim_runs.sync_detailed(
+        client=runtime, body=ClaimRequest(worker_id="python-example", wait_seconds=5)))
+    for c in offered.claims:
+        if c.run.id == run_id:
             return c
     sys.exit(f"run {run_id} was not offered: {offered}")
 
 
 def main() -> None:
     base = os.environ["SAGENTS_URL"]
-    front, runtime = Api(base, os.environ["FRONT"]), Api(base, os.environ["RUNTIME"])
+    front, runtime = connect(base, os.environ["FRONT"]), connect(base, os.environ["RUNTIME"])
 
-    session = front.post("/v1/sessions", {"title": "python example"})
-    run = runtime.post(f"/v1/sessions/{session['id']}/runs",
-                       {"resolved_spec_hash": SPEC_HASH, "input": {"task": "deploy"}})
-    started = claim(runtime, run["id"])
-    print(f"session {session['id']}, run {run['id']} claimed ({started['kind']})")
+    session = ok(create_session.sync_detailed(
+        client=front, body=CreateSession(title="python example")))
+    run = ok(create_run.sync_detailed(session.id, client=runtime, body=CreateRun(
+        resolved_spec_hash=SPEC_HASH, input_=CreateRunInput.from_dict({"task": "deploy"}))))
+    started = claim(runtime, run.id)
+    print(f"session {session.id}, run {run.id} claimed ({started.kind})")
 
-    runtime.post(f"/v1/runs/{run['id']}/suspend", {
-        "fencing_token": started["lease"]["fencing_token"],
-        "reason": "approval_required",
-        "checkpoint": {"codec_version": "v1", "sequence": 1, "state": {"step": 1},
-                       "resolved_spec_hash": SPEC_HASH},
-        "interaction": {"interaction_type": "approval", "allowed_decisions": ["approve", "deny"],
-                        "payload": {"command": "deploy production"}},
-    })
+    ok(suspend_run.sync_detailed(run.id, client=runtime, body=SuspendRun(
+        fencing_token=started.lease.fencing_token,
+        reason=SuspensionReason.APPROVAL_REQUIRED,
+        checkpoint=NewCheckpoint(codec_version="v1", sequence=1,
+                                 state=NewCheckpointState.from_dict({"step": 1}),
+                                 resolved_spec_hash=SPEC_HASH),
+        interaction=NewInteraction(
+            interaction_type=InteractionType.APPROVAL,
+            allowed_decisions=["approve", "deny"],
+            payload=NewInteractionPayload.from_dict({"command": "deploy production"}),
+            expires_in_seconds=3600,
+            on_expiry=OnExpiry(action=ExpiryAction.DECIDE, decision="deny")),
+    )))
 
-    inbox = front.get("/v1/interactions", limit=100)
-    item = next(i for i in inbox["interactions"] if i["session_id"] == session["id"])
-    interaction = item["interaction"]
-    print(f"waiting for a human: {interaction['payload']} {interaction['allowed_decisions']}")
+    inbox = ok(list_inbox.sync_detailed(client=front, limit=100))
+    item = next(i for i in inbox.interactions if i.session_id == session.id)
+    interaction = item.interaction
+    print(f"waiting for a human until {interaction.expires_at} "
+          f"(then {interaction.on_expiry.decision}): {interaction.payload.to_dict()}")
 
-    reply = front.post(
-        f"/v1/sessions/{session['id']}/interactions/{interaction['id']}/reply",
-        {"decision": "approve"},
-    )
-    print(f"approved; the run is {reply['run_status']}")
+    try:
+        ok(reply.sync_detailed(session.id, interaction.id, client=front,
+                               body=ReplyInteraction(decision="maybe")))
+        sys.exit("a decision that is not allowed was accepted")
+    except SagentsError as refused:
+        assert refused.status == 422 and refused.code == "request.invalid", refused
+    answer = ok(reply.sync_detailed(session.id, interaction.id, client=front, body=ReplyInteraction(
+        decision="approve", comment="checked the target",
+        payload_sha256=interaction.payload_sha256)))
+    print(f"approved; the run is {answer.run_status}")
 
-    resumed = claim(runtime, run["id"])
-    assert resumed["kind"] == "resume", resumed
-    assert resumed["checkpoint"]["state"] == {"step": 1}, resumed
-    token = resumed["lease"]["fencing_token"]
-    runtime.post(f"/v1/runs/{run['id']}/resumed",
-                 {"fencing_token": token, "resolved_spec_hash": SPEC_HASH})
-    runtime.post(f"/v1/runs/{run['id']}/complete", {"fencing_token": token, "output": {"ok": True}})
+    resumed = claim(runtime, run.id)
+    assert resumed.kind == "resume", resumed
+    assert resumed.checkpoint.state.to_dict() == {"step": 1}, resumed
+    token = resumed.lease.fencing_token
+    ok(confirm_resumed.sync_detailed(run.id, client=runtime, body=ConfirmResumed(
+        fencing_token=token, resolved_spec_hash=SPEC_HASH)))
+    ok(complete_run.sync_detailed(run.id, client=runtime, body=CompleteRun(
+        fencing_token=token, output=CompleteRunOutput.from_dict({"ok": True}))))
 
-    snapshot = front.get(f"/v1/sessions/{session['id']}/snapshot")
-    statuses = [r["status"] for r in snapshot["runs"]]
-    assert statuses == ["completed"] and not snapshot["pending_interactions"], snapshot
+    snapshot = ok(get_snapshot.sync_detailed(session.id, client=front))
+    statuses = [str(r.status) for r in snapshot.runs]
+    assert statuses == ["completed"] and not snapshot.pending_interactions, snapshot
     print(f"completed: {statuses}")
+
+    chain = ok(list_audit.sync_detailed(client=front, limit=1000))
+    decided = [r for r in chain.records if r.subject == interaction.id]
+    assert [r.kind for r in decided] == ["interaction.resolved"], chain
+    assert decided[0].data.to_dict()["comment"] == "checked the target", decided
+    print(f"audited: record {decided[0].sequence}, hash {decided[0].hash_[:12]}…")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,9 @@
+from enum import StrEnum
+
+
+class ExecutionAffinity(StrEnum):
+    EXTERNAL = "external"
+    SANDBOX = "sandbox"
+
+    def __str__(self) -> str:
+        return str(self.value)
