@@ -15,8 +15,6 @@ use crate::store::engine::rows::to_json;
 
 /// Parameters per audit record row.
 const RECORD_COLS: usize = 10;
-/// Records per multi-row insert.
-const RECORDS_PER_INSERT: usize = 100;
 
 impl WriteTx {
     /// Appends an audit record to `entry.tenant`'s chain when this transaction commits.
@@ -36,22 +34,16 @@ impl WriteTx {
         }
         let at = from_millis(to_millis(self.now));
         for (tenant, entries) in chains {
-            sqlx::query(
+            // One statement creates the head if need be, locks it and reads it.
+            let head = sqlx::query(
                 "INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES ($1, 0, $2) \
-                 ON CONFLICT (tenant_id) DO NOTHING",
+                 ON CONFLICT (tenant_id) DO UPDATE SET sequence = audit_heads.sequence \
+                 RETURNING sequence, hash",
             )
             .bind(tenant.as_str())
             .bind(GENESIS)
-            .execute(&mut *self.tx)
+            .fetch_one(&mut *self.tx)
             .await?;
-            let sql = format!(
-                "SELECT sequence, hash FROM audit_heads WHERE tenant_id = $1{}",
-                store.lock_row()
-            );
-            let head = sqlx::query(&sql)
-                .bind(tenant.as_str())
-                .fetch_one(&mut *self.tx)
-                .await?;
             let mut last: (i64, String) = (head.try_get("sequence")?, head.try_get("hash")?);
             let mut records = Vec::with_capacity(entries.len());
             for e in entries {
@@ -59,34 +51,52 @@ impl WriteTx {
                 last = (record.sequence, record.hash.clone());
                 records.push(record);
             }
-            for chunk in records.chunks(RECORDS_PER_INSERT) {
-                let sql = format!(
-                    "INSERT INTO audit_records (tenant_id, sequence, at, kind, actor, actor_name, \
-                     subject, data, prev_hash, hash) VALUES {}",
-                    value_rows(1, chunk.len(), RECORD_COLS)
-                );
-                let mut insert = sqlx::query(&sql);
-                for r in chunk {
-                    insert = insert
-                        .bind(r.tenant.as_str())
-                        .bind(r.sequence)
-                        .bind(to_millis(r.at))
-                        .bind(r.kind.as_str())
-                        .bind(r.actor.as_str())
-                        .bind(r.actor_name.as_deref())
-                        .bind(r.subject.as_str())
-                        .bind(to_json(&r.data)?)
-                        .bind(r.prev_hash.as_str())
-                        .bind(r.hash.as_str());
-                }
-                insert.execute(&mut *self.tx).await?;
+            // A transaction carries a few dozen records at most (a group's writes).
+            let together = store.writes_in_with();
+            let first = if together { 4 } else { 1 };
+            let insert = format!(
+                "INSERT INTO audit_records (tenant_id, sequence, at, kind, actor, actor_name, \
+                 subject, data, prev_hash, hash) VALUES {}",
+                value_rows(first, records.len(), RECORD_COLS)
+            );
+            // PostgreSQL moves the head in the same statement.
+            let sql = if together {
+                format!(
+                    "WITH r AS ({insert} RETURNING 1) UPDATE audit_heads SET sequence = $2, \
+                     hash = $3 WHERE tenant_id = $1"
+                )
+            } else {
+                insert
+            };
+            let mut query = sqlx::query(&sql);
+            if together {
+                query = query
+                    .bind(tenant.as_str())
+                    .bind(last.0)
+                    .bind(last.1.as_str());
             }
-            sqlx::query("UPDATE audit_heads SET sequence = $2, hash = $3 WHERE tenant_id = $1")
-                .bind(tenant.as_str())
-                .bind(last.0)
-                .bind(last.1.as_str())
-                .execute(&mut *self.tx)
-                .await?;
+            for r in &records {
+                query = query
+                    .bind(r.tenant.as_str())
+                    .bind(r.sequence)
+                    .bind(to_millis(r.at))
+                    .bind(r.kind.as_str())
+                    .bind(r.actor.as_str())
+                    .bind(r.actor_name.as_deref())
+                    .bind(r.subject.as_str())
+                    .bind(to_json(&r.data)?)
+                    .bind(r.prev_hash.as_str())
+                    .bind(r.hash.as_str());
+            }
+            query.execute(&mut *self.tx).await?;
+            if !together {
+                sqlx::query("UPDATE audit_heads SET sequence = $2, hash = $3 WHERE tenant_id = $1")
+                    .bind(tenant.as_str())
+                    .bind(last.0)
+                    .bind(last.1.as_str())
+                    .execute(&mut *self.tx)
+                    .await?;
+            }
         }
         Ok(())
     }
