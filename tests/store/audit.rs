@@ -1,21 +1,14 @@
 //! The audit trail: decisions, expiries, cancels and operators' changes land in their
 //! tenant's hash chain with the change itself, in order, and any edit breaks the chain.
 
-use std::sync::Arc;
-
-use chrono::Utc;
-use sagents::clock::ManualClock;
 use sagents::domain::audit::{self, SYSTEM_CHAIN};
 use sagents::domain::interaction::Resolver;
 use sagents::domain::tenant::TenantPolicy;
 use sagents::domain::token::{NewToken, Role};
-use sagents::metrics::Metrics;
-use sagents::notify::ChangeHub;
 use sagents::store::{Backend, Store};
 use serde_json::json;
 
-use super::{fx, reply};
-use crate::common::db;
+use super::{fx, replicas, reply};
 use crate::on_both_backends;
 
 on_both_backends!(
@@ -128,16 +121,8 @@ async fn every_decision_and_change_lands_in_its_chain(backend: Backend) {
 }
 
 async fn an_edited_record_breaks_the_chain_where_it_was_edited(backend: Backend) {
-    let (url, _db) = db::fresh_url(backend).await;
-    let store = Store::connect(
-        &url,
-        Arc::new(ManualClock::new(Utc::now())),
-        ChangeHub::new(),
-        Arc::new(Metrics::default()),
-    )
-    .await
-    .unwrap();
-    store.migrate().await.unwrap();
+    let r = replicas(backend).await;
+    let store = &r.a;
     for _ in 0..3 {
         store
             .put_tenant_policy("acme", &TenantPolicy::default(), "token:tok_admin")
@@ -146,30 +131,18 @@ async fn an_edited_record_breaks_the_chain_where_it_was_edited(backend: Backend)
     }
     assert!(audit::verify(&store.list_audit("acme", 0, None, 10).await.unwrap()).is_ok());
     crate::common::db::execute(
-        &url,
+        &r.url,
         "UPDATE audit_records SET actor = 'token:tok_mallory' WHERE sequence = 2",
     )
     .await;
     let broken = audit::verify(&store.list_audit("acme", 0, None, 10).await.unwrap()).unwrap_err();
     assert_eq!((broken.tenant.as_str(), broken.sequence), ("acme", 2));
-    store.close().await;
+    r.close().await;
 }
 
 async fn replicas_appending_at_once_keep_one_unbroken_chain(backend: Backend) {
     const EACH: usize = 8;
-    let (url, _db) = db::fresh_url(backend).await;
-    let clock = ManualClock::new(Utc::now());
-    let replica = || {
-        Store::connect(
-            &url,
-            Arc::new(clock.clone()),
-            ChangeHub::new(),
-            Arc::new(Metrics::default()),
-        )
-    };
-    let a = replica().await.unwrap();
-    a.migrate().await.unwrap();
-    let b = replica().await.unwrap();
+    let r = replicas(backend).await;
     let changes = |store: Store| async move {
         for _ in 0..EACH {
             store
@@ -179,9 +152,9 @@ async fn replicas_appending_at_once_keep_one_unbroken_chain(backend: Backend) {
         }
         store
     };
-    let (a, b) = tokio::join!(changes(a), changes(b));
+    let (a, b) = tokio::join!(changes(r.a.clone()), changes(r.b.clone()));
     let chain = a.list_audit("acme", 0, None, 100).await.unwrap();
     assert_eq!(audit::verify(&chain).unwrap()["acme"], 2 * EACH);
-    a.close().await;
-    b.close().await;
+    drop((a, b));
+    r.close().await;
 }

@@ -1,10 +1,7 @@
 //! Expiry policies: a deadline announced once, then a run that fails, is cancelled or goes on
 //! with the policy's decision; replicas sweeping at once act once.
 
-use std::sync::Arc;
-
-use chrono::{Duration, Utc};
-use sagents::clock::ManualClock;
+use chrono::Duration;
 use sagents::domain::commands::{NewInteraction, ReplyInteraction};
 use sagents::domain::interaction::{
     ExpiryAction, InteractionStatus, InteractionType, OnExpiry, RESOLVED_BY_EXPIRY,
@@ -12,13 +9,10 @@ use sagents::domain::interaction::{
 use sagents::domain::run::RunStatus;
 use sagents::domain::session::Session;
 use sagents::domain::tenant::{ExpiryDefault, TenantPolicy};
-use sagents::metrics::Metrics;
-use sagents::notify::ChangeHub;
 use sagents::store::{Backend, Store, StoreError};
 use serde_json::json;
 
-use super::{fx, suspend_cmd, Fx};
-use crate::common::db;
+use super::{fx, replicas, suspend_cmd, Fx};
 use crate::on_both_backends;
 
 on_both_backends!(
@@ -217,25 +211,14 @@ async fn a_cancel_policy_cancels_the_run(backend: Backend) {
 
 async fn replicas_sweeping_at_once_warn_and_expire_once(backend: Backend) {
     const RUNS: usize = 12;
-    let (url, _db) = db::fresh_url(backend).await;
-    let clock = ManualClock::new(Utc::now());
-    let replica = || {
-        Store::connect(
-            &url,
-            Arc::new(clock.clone()),
-            ChangeHub::new(),
-            Arc::new(Metrics::default()),
-        )
-    };
-    let a = replica().await.unwrap();
-    a.migrate().await.unwrap();
-    let b = replica().await.unwrap();
+    let r = replicas(backend).await;
+    let (a, b, clock) = (&r.a, &r.b, &r.clock);
     let s = a
         .create_session("acme", &serde_json::from_value(json!({})).unwrap())
         .await
         .unwrap();
     for _ in 0..RUNS {
-        suspended_on(&a, &s, asking(deny_on_expiry())).await;
+        suspended_on(a, &s, asking(deny_on_expiry())).await;
     }
     clock.advance(Duration::seconds(40));
     let (wa, wb) = tokio::join!(a.warn_expiring(), b.warn_expiring());
@@ -243,7 +226,7 @@ async fn replicas_sweeping_at_once_warn_and_expire_once(backend: Backend) {
     clock.advance(Duration::seconds(20));
     let (ea, eb) = tokio::join!(a.expire_interactions(), b.expire_interactions());
     assert_eq!(ea.unwrap() + eb.unwrap(), RUNS as u64);
-    let kinds: Vec<String> = events_on(&b, &s).await.into_iter().map(|e| e.0).collect();
+    let kinds: Vec<String> = events_on(b, &s).await.into_iter().map(|e| e.0).collect();
     for kind in [
         "interaction.expiring",
         "interaction.expired",
@@ -255,8 +238,7 @@ async fn replicas_sweeping_at_once_warn_and_expire_once(backend: Backend) {
     }
     let snap = b.snapshot(None, &s.id).await.unwrap();
     assert!(snap.runs.iter().all(|r| r.status == RunStatus::Resuming));
-    a.close().await;
-    b.close().await;
+    r.close().await;
 }
 
 async fn a_tenants_default_deadline_holds_where_an_interaction_names_none(backend: Backend) {

@@ -221,3 +221,43 @@ pub async fn refuse_writes(f: &Fx, targets: &[(&str, &str, String)]) {
     }
     raw.close().await;
 }
+
+/// Two stores on one fresh, migrated database, as two replicas, sharing a clock that only
+/// moves when told to.
+pub struct Replicas {
+    pub a: Store,
+    pub b: Store,
+    pub clock: ManualClock,
+    pub url: String,
+    _db: TestDb,
+}
+
+pub async fn replicas(backend: Backend) -> Replicas {
+    let (url, db) = db::fresh_url(backend).await;
+    let clock = ManualClock::new(Utc::now());
+    let replica = || {
+        Store::connect(
+            &url,
+            Arc::new(clock.clone()),
+            sagents::notify::ChangeHub::new(),
+            Arc::new(sagents::metrics::Metrics::default()),
+        )
+    };
+    let a = replica().await.unwrap();
+    a.migrate().await.unwrap();
+    let b = replica().await.unwrap();
+    Replicas {
+        a,
+        b,
+        clock,
+        url,
+        _db: db,
+    }
+}
+
+impl Replicas {
+    pub async fn close(self) {
+        self.a.close().await;
+        self.b.close().await;
+    }
+}
