@@ -27,13 +27,13 @@ from sagents_api.models import (
     CreateRun,
     CreateRunInput,
     CreateSession,
-    ExpiryAction,
     InteractionType,
     NewCheckpoint,
     NewCheckpointState,
     NewInteraction,
     NewInteractionPayload,
-    OnExpiry,
+    OnExpiryType2,
+    OnExpiryType2Action,
     ReplyInteraction,
     SuspendRun,
     SuspensionReason,
@@ -74,7 +74,7 @@ def main() -> None:
             allowed_decisions=["approve", "deny"],
             payload=NewInteractionPayload.from_dict({"command": "deploy production"}),
             expires_in_seconds=3600,
-            on_expiry=OnExpiry(action=ExpiryAction.DECIDE, decision="deny")),
+            on_expiry=OnExpiryType2(action=OnExpiryType2Action.DECIDE, decision="deny")),
     )))
 
     inbox = ok(list_inbox.sync_detailed(client=front, limit=100))

@@ -185,27 +185,14 @@ impl NewInteraction {
         policy: &OnExpiry,
         has_deadline: bool,
     ) -> Result<(), ValidationError> {
-        let field = "interaction.on_expiry.decision";
-        match (policy.action, &policy.decision) {
-            (ExpiryAction::Decide, None) => {
+        // The wire shape gives a decision to `decide` alone; it must be one this one allows.
+        if let Some(d) = &policy.decision {
+            if !self.allowed_decisions.contains(d) {
                 return Err(ValidationError::new(
-                    field,
-                    "is required with the action decide",
-                ))
-            }
-            (ExpiryAction::Decide, Some(d)) if !self.allowed_decisions.contains(d) => {
-                return Err(ValidationError::new(
-                    field,
+                    "interaction.on_expiry.decision",
                     format!("must be one of: {}", self.allowed_decisions.join(", ")),
-                ))
+                ));
             }
-            (ExpiryAction::Fail | ExpiryAction::Cancel, Some(_)) => {
-                return Err(ValidationError::new(
-                    field,
-                    "is given only with the action decide",
-                ))
-            }
-            _ => {}
         }
         if policy.action != ExpiryAction::Fail && !has_deadline {
             return Err(ValidationError::new(

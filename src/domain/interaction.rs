@@ -67,14 +67,13 @@ pub const RESOLVED_BY_EXPIRY: &str = "system:expiry";
 
 /// What happens when a pending interaction's deadline passes: its run fails (`fail`, the
 /// default), is cancelled (`cancel`), or goes on with `decision`, one of the interaction's
-/// allowed decisions, recorded as resolved by `system:expiry` (`decide`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+/// allowed decisions, recorded as resolved by `system:expiry` (`decide`). On the wire:
+/// `{"action": "fail"}`, `{"action": "cancel"}`, `{"action": "decide", "decision": "deny"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "OnExpiryWire", into = "OnExpiryWire")]
 pub struct OnExpiry {
     pub action: ExpiryAction,
     /// With `decide` (and only then): the decision the deadline makes.
-    #[serde(default)]
-    #[schema(min_length = 1, max_length = 128)]
     pub decision: Option<String>,
 }
 
@@ -84,6 +83,51 @@ impl Default for OnExpiry {
             action: ExpiryAction::Fail,
             decision: None,
         }
+    }
+}
+
+/// `OnExpiry` as sent and served: one shape per action, so a decision goes with `decide` only.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum OnExpiryWire {
+    Fail,
+    Cancel,
+    Decide {
+        #[schema(min_length = 1, max_length = 128)]
+        decision: String,
+    },
+}
+
+impl From<OnExpiryWire> for OnExpiry {
+    fn from(wire: OnExpiryWire) -> Self {
+        let (action, decision) = match wire {
+            OnExpiryWire::Fail => (ExpiryAction::Fail, None),
+            OnExpiryWire::Cancel => (ExpiryAction::Cancel, None),
+            OnExpiryWire::Decide { decision } => (ExpiryAction::Decide, Some(decision)),
+        };
+        Self { action, decision }
+    }
+}
+
+impl From<OnExpiry> for OnExpiryWire {
+    fn from(policy: OnExpiry) -> Self {
+        match (policy.action, policy.decision) {
+            (ExpiryAction::Decide, Some(decision)) => OnExpiryWire::Decide { decision },
+            (ExpiryAction::Cancel, _) => OnExpiryWire::Cancel,
+            _ => OnExpiryWire::Fail,
+        }
+    }
+}
+
+impl utoipa::PartialSchema for OnExpiry {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <OnExpiryWire as utoipa::PartialSchema>::schema()
+    }
+}
+
+impl ToSchema for OnExpiry {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "OnExpiry".into()
     }
 }
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::commands::{NewInteraction, MAX_EXPIRY_SECONDS};
-use super::interaction::{ExpiryAction, OnExpiry};
+use super::interaction::OnExpiry;
 use super::sandbox::{NetworkMode, ResolvedSandboxSpec};
 use super::validate::ValidationError;
 
@@ -63,21 +63,7 @@ impl TenantPolicy {
                 "must be 1 to 128 characters",
             ));
         }
-        let decision = d
-            .on_expiry
-            .as_ref()
-            .map(|p| (p.action, p.decision.is_some()));
-        match decision {
-            Some((ExpiryAction::Decide, false)) => Err(ValidationError::new(
-                "interaction_expiry.on_expiry.decision",
-                "is required with the action decide",
-            )),
-            Some((ExpiryAction::Fail | ExpiryAction::Cancel, true)) => Err(ValidationError::new(
-                "interaction_expiry.on_expiry.decision",
-                "is given only with the action decide",
-            )),
-            _ => Ok(()),
-        }
+        Ok(())
     }
 }
 
@@ -153,6 +139,7 @@ mod expiry_tests {
     use serde_json::json;
 
     use super::*;
+    use crate::domain::interaction::ExpiryAction;
     use crate::domain::interaction::InteractionType;
 
     fn asked() -> NewInteraction {
@@ -226,12 +213,10 @@ mod expiry_tests {
         d = deny_in_a_day();
         d.on_expiry = Some(OnExpiry {
             action: ExpiryAction::Decide,
-            decision: None,
+            decision: Some("x".repeat(129)),
         });
-        assert_eq!(
-            policy(&d).validate().unwrap_err().field,
-            "interaction_expiry.on_expiry.decision"
-        );
+        let refused = policy(&d).validate().unwrap_err();
+        assert_eq!(refused.field, "interaction_expiry.on_expiry.decision");
     }
 }
 

@@ -801,8 +801,6 @@ export interface components {
             spec_hash?: string | null;
             policy_hash?: string | null;
         };
-        /** @enum {string} */
-        ExpiryAction: "fail" | "cancel" | "decide";
         /** @description The deadline a tenant's interactions get when they name neither a deadline nor a policy. */
         ExpiryDefault: {
             /** Format: int64 */
@@ -1025,15 +1023,17 @@ export interface components {
             warn_before_seconds?: number | null;
             on_expiry?: null | components["schemas"]["OnExpiry"];
         };
-        /**
-         * @description What happens when a pending interaction's deadline passes: its run fails (`fail`, the
-         *     default), is cancelled (`cancel`), or goes on with `decision`, one of the interaction's
-         *     allowed decisions, recorded as resolved by `system:expiry` (`decide`).
-         */
+        /** @description `OnExpiry` as sent and served: one shape per action, so a decision goes with `decide` only. */
         OnExpiry: {
-            action: components["schemas"]["ExpiryAction"];
-            /** @description With `decide` (and only then): the decision the deadline makes. */
-            decision?: string | null;
+            /** @enum {string} */
+            action: "fail";
+        } | {
+            /** @enum {string} */
+            action: "cancel";
+        } | {
+            decision: string;
+            /** @enum {string} */
+            action: "decide";
         };
         /** @enum {string} */
         PauseBehavior: "continue" | "detach" | "cancel";
@@ -2132,7 +2132,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `request.invalid` on `tenant`: a malformed tenant id; on `interaction_expiry.*`: a deadline or warning out of range, an `on_expiry` decision missing or given without `decide` */
+            /** @description `request.invalid` on `tenant`: a malformed tenant id; on `interaction_expiry.*`: a deadline or warning out of range, a deadline decision longer than 128 characters */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2226,7 +2226,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `request.invalid` on `tenant`: a malformed tenant id; on `interaction_expiry.*`: a deadline or warning out of range, an `on_expiry` decision missing or given without `decide`; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`) */
+            /** @description `request.invalid` on `tenant`: a malformed tenant id; on `interaction_expiry.*`: a deadline or warning out of range, a deadline decision longer than 128 characters; `request.invalid`: a field is unknown, missing, of the wrong type or refused (see `errors`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2469,8 +2469,8 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description The chain: a tenant id, or `*` for changes that belong to no tenant. An admin must
-                 *     name it; a frontend token reads its own tenant's (and may name only that one).
+                 * @description The chain: a tenant id, or `*` for changes that belong to no tenant (an admin's
+                 *     default); a frontend token reads its own tenant's (and may name only that one).
                  */
                 tenant?: string;
                 /** @description The `next_cursor` of the previous page (the last sequence seen). */
@@ -2515,7 +2515,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `request.invalid`: no `tenant` from an admin, a malformed `tenant` or `cursor`, `limit` out of range */
+            /** @description `request.invalid`: a malformed `tenant` or `cursor`, `limit` out of range */
             422: {
                 headers: {
                     [name: string]: unknown;

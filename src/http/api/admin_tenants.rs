@@ -24,7 +24,7 @@ impl Command for TenantPolicy {}
     params(("tenant" = String, Path, description = "A tenant id, as its tokens carry it", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
     responses(
         (status = 200, description = "The tenant's policy; the defaults (nothing allowed, `updated_at` null) when none was set", body = TenantPolicyInfo),
-        (status = 422, description = "`request.invalid` on `tenant`: a malformed tenant id; on `interaction_expiry.*`: a deadline or warning out of range, an `on_expiry` decision missing or given without `decide`", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`request.invalid` on `tenant`: a malformed tenant id; on `interaction_expiry.*`: a deadline or warning out of range, a deadline decision longer than 128 characters", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["admin"]))
 )]
@@ -45,7 +45,7 @@ async fn get_tenant_policy(
     request_body = TenantPolicy,
     responses(
         (status = 200, description = "The tenant's policy, replaced as a whole; it holds for runs created from now on", body = TenantPolicyInfo),
-        (status = 422, description = "`request.invalid` on `tenant`: a malformed tenant id; on `interaction_expiry.*`: a deadline or warning out of range, an `on_expiry` decision missing or given without `decide`", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`request.invalid` on `tenant`: a malformed tenant id; on `interaction_expiry.*`: a deadline or warning out of range, a deadline decision longer than 128 characters", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["admin"]))
 )]

@@ -13,7 +13,7 @@ use super::auth::Auditor;
 use super::error::{ApiError, Problem};
 use super::extract::ApiQuery;
 use super::state::AppState;
-use crate::domain::audit::AuditRecord;
+use crate::domain::audit::{AuditRecord, SYSTEM_CHAIN};
 use crate::domain::token::Role;
 use crate::store::MAX_AUDIT_PAGE;
 
@@ -24,8 +24,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
-    /// The chain: a tenant id, or `*` for changes that belong to no tenant. An admin must
-    /// name it; a frontend token reads its own tenant's (and may name only that one).
+    /// The chain: a tenant id, or `*` for changes that belong to no tenant (an admin's
+    /// default); a frontend token reads its own tenant's (and may name only that one).
     #[param(pattern = "^([A-Za-z0-9._:-]{1,128}|\\*)$")]
     pub tenant: Option<String>,
     /// The `next_cursor` of the previous page (the last sequence seen).
@@ -54,7 +54,7 @@ pub struct AuditPage {
     responses(
         (status = 200, description = "The chain's records after the cursor, oldest first. Each holds the hash of the one before it: `sagents audit verify` checks an export", body = AuditPage),
         (status = 403, description = "`auth.forbidden`: a frontend token naming another tenant's chain", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`request.invalid`: no `tenant` from an admin, a malformed `tenant` or `cursor`, `limit` out of range", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`request.invalid`: a malformed `tenant` or `cursor`, `limit` out of range", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["admin"]), ("bearer" = ["frontend"]))
 )]
@@ -69,12 +69,7 @@ async fn list_audit(
     }
     let tenant = match (auth.principal.role, query.tenant) {
         (Role::Admin, Some(t)) => t,
-        (Role::Admin, None) => {
-            return Err(ApiError::invalid(
-                "tenant",
-                "is required for an admin token (a tenant id, or * for the system chain)",
-            ))
-        }
+        (Role::Admin, None) => SYSTEM_CHAIN.to_owned(),
         (_, asked) => {
             let own = auth.tenant()?;
             if asked.as_deref().is_some_and(|t| t != own) {

@@ -30,7 +30,6 @@ from .event_page import EventPage
 from .execution_affinity import ExecutionAffinity
 from .execution_resource_record import ExecutionResourceRecord
 from .expected_hashes import ExpectedHashes
-from .expiry_action import ExpiryAction
 from .expiry_default import ExpiryDefault
 from .fail_run import FailRun
 from .fail_run_error import FailRunError
@@ -59,7 +58,12 @@ from .new_checkpoint import NewCheckpoint
 from .new_checkpoint_state import NewCheckpointState
 from .new_interaction import NewInteraction
 from .new_interaction_payload import NewInteractionPayload
-from .on_expiry import OnExpiry
+from .on_expiry_type_0 import OnExpiryType0
+from .on_expiry_type_0_action import OnExpiryType0Action
+from .on_expiry_type_1 import OnExpiryType1
+from .on_expiry_type_1_action import OnExpiryType1Action
+from .on_expiry_type_2 import OnExpiryType2
+from .on_expiry_type_2_action import OnExpiryType2Action
 from .pause_behavior import PauseBehavior
 from .pending_interaction import PendingInteraction
 from .pending_interaction_payload import PendingInteractionPayload
@@ -143,7 +147,6 @@ __all__ = (
     "ExecutionAffinity",
     "ExecutionResourceRecord",
     "ExpectedHashes",
-    "ExpiryAction",
     "ExpiryDefault",
     "FailRun",
     "FailRunError",
@@ -172,7 +175,12 @@ __all__ = (
     "NewCheckpointState",
     "NewInteraction",
     "NewInteractionPayload",
-    "OnExpiry",
+    "OnExpiryType0",
+    "OnExpiryType0Action",
+    "OnExpiryType1",
+    "OnExpiryType1Action",
+    "OnExpiryType2",
+    "OnExpiryType2Action",
     "PauseBehavior",
     "PendingInteraction",
     "PendingInteractionPayload",

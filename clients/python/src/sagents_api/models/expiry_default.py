@@ -8,7 +8,9 @@ from attrs import define as _attrs_define
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.on_expiry import OnExpiry
+    from ..models.on_expiry_type_0 import OnExpiryType0
+    from ..models.on_expiry_type_1 import OnExpiryType1
+    from ..models.on_expiry_type_2 import OnExpiryType2
 
 
 T = TypeVar("T", bound="ExpiryDefault")
@@ -21,15 +23,17 @@ class ExpiryDefault:
     Attributes:
         expires_in_seconds (int):
         warn_before_seconds (int | None | Unset):
-        on_expiry (None | OnExpiry | Unset):
+        on_expiry (None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset):
     """
 
     expires_in_seconds: int
     warn_before_seconds: int | None | Unset = UNSET
-    on_expiry: None | OnExpiry | Unset = UNSET
+    on_expiry: None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.on_expiry import OnExpiry
+        from ..models.on_expiry_type_0 import OnExpiryType0
+        from ..models.on_expiry_type_1 import OnExpiryType1
+        from ..models.on_expiry_type_2 import OnExpiryType2
 
         expires_in_seconds = self.expires_in_seconds
 
@@ -42,7 +46,11 @@ class ExpiryDefault:
         on_expiry: dict[str, Any] | None | Unset
         if isinstance(self.on_expiry, Unset):
             on_expiry = UNSET
-        elif isinstance(self.on_expiry, OnExpiry):
+        elif (
+            isinstance(self.on_expiry, OnExpiryType0)
+            or isinstance(self.on_expiry, OnExpiryType1)
+            or isinstance(self.on_expiry, OnExpiryType2)
+        ):
             on_expiry = self.on_expiry.to_dict()
         else:
             on_expiry = self.on_expiry
@@ -63,7 +71,9 @@ class ExpiryDefault:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.on_expiry import OnExpiry
+        from ..models.on_expiry_type_0 import OnExpiryType0
+        from ..models.on_expiry_type_1 import OnExpiryType1
+        from ..models.on_expiry_type_2 import OnExpiryType2
 
         d = dict(src_dict)
         expires_in_seconds = d.pop("expires_in_seconds")
@@ -79,7 +89,9 @@ class ExpiryDefault:
             d.pop("warn_before_seconds", UNSET)
         )
 
-        def _parse_on_expiry(data: object) -> None | OnExpiry | Unset:
+        def _parse_on_expiry(
+            data: object,
+        ) -> None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -87,12 +99,30 @@ class ExpiryDefault:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                on_expiry_type_1 = OnExpiry.from_dict(data)
+                componentsschemas_on_expiry_type_0 = OnExpiryType0.from_dict(data)
 
-                return on_expiry_type_1
+                return componentsschemas_on_expiry_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(None | OnExpiry | Unset, data)
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_on_expiry_type_1 = OnExpiryType1.from_dict(data)
+
+                return componentsschemas_on_expiry_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_on_expiry_type_2 = OnExpiryType2.from_dict(data)
+
+                return componentsschemas_on_expiry_type_2
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(
+                None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset, data
+            )
 
         on_expiry = _parse_on_expiry(d.pop("on_expiry", UNSET))
 

@@ -13,7 +13,9 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.interaction_request_payload import InteractionRequestPayload
-    from ..models.on_expiry import OnExpiry
+    from ..models.on_expiry_type_0 import OnExpiryType0
+    from ..models.on_expiry_type_1 import OnExpiryType1
+    from ..models.on_expiry_type_2 import OnExpiryType2
     from ..models.resolution import Resolution
 
 
@@ -33,9 +35,8 @@ class InteractionRequest:
         payload_sha256 (str): `payload_digest(payload)`: a reply may send it back to bind its answer to this payload.
         revision (int):
         requested_at (datetime.datetime):
-        on_expiry (OnExpiry): What happens when a pending interaction's deadline passes: its run fails (`fail`, the
-            default), is cancelled (`cancel`), or goes on with `decision`, one of the interaction's
-            allowed decisions, recorded as resolved by `system:expiry` (`decide`).
+        on_expiry (OnExpiryType0 | OnExpiryType1 | OnExpiryType2): `OnExpiry` as sent and served: one shape per action,
+            so a decision goes with `decide` only.
         expires_at (datetime.datetime | None | Unset):
         resolution (None | Resolution | Unset):
     """
@@ -49,12 +50,14 @@ class InteractionRequest:
     payload_sha256: str
     revision: int
     requested_at: datetime.datetime
-    on_expiry: OnExpiry
+    on_expiry: OnExpiryType0 | OnExpiryType1 | OnExpiryType2
     expires_at: datetime.datetime | None | Unset = UNSET
     resolution: None | Resolution | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.on_expiry_type_0 import OnExpiryType0
+        from ..models.on_expiry_type_1 import OnExpiryType1
         from ..models.resolution import Resolution
 
         id = self.id
@@ -75,7 +78,13 @@ class InteractionRequest:
 
         requested_at = self.requested_at.isoformat()
 
-        on_expiry = self.on_expiry.to_dict()
+        on_expiry: dict[str, Any]
+        if isinstance(self.on_expiry, OnExpiryType0) or isinstance(
+            self.on_expiry, OnExpiryType1
+        ):
+            on_expiry = self.on_expiry.to_dict()
+        else:
+            on_expiry = self.on_expiry.to_dict()
 
         expires_at: None | str | Unset
         if isinstance(self.expires_at, Unset):
@@ -119,7 +128,9 @@ class InteractionRequest:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.interaction_request_payload import InteractionRequestPayload
-        from ..models.on_expiry import OnExpiry
+        from ..models.on_expiry_type_0 import OnExpiryType0
+        from ..models.on_expiry_type_1 import OnExpiryType1
+        from ..models.on_expiry_type_2 import OnExpiryType2
         from ..models.resolution import Resolution
 
         d = dict(src_dict)
@@ -141,7 +152,32 @@ class InteractionRequest:
 
         requested_at = datetime.datetime.fromisoformat(d.pop("requested_at"))
 
-        on_expiry = OnExpiry.from_dict(d.pop("on_expiry"))
+        def _parse_on_expiry(
+            data: object,
+        ) -> OnExpiryType0 | OnExpiryType1 | OnExpiryType2:
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_on_expiry_type_0 = OnExpiryType0.from_dict(data)
+
+                return componentsschemas_on_expiry_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_on_expiry_type_1 = OnExpiryType1.from_dict(data)
+
+                return componentsschemas_on_expiry_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            if not isinstance(data, dict):
+                raise TypeError()
+            componentsschemas_on_expiry_type_2 = OnExpiryType2.from_dict(data)
+
+            return componentsschemas_on_expiry_type_2
+
+        on_expiry = _parse_on_expiry(d.pop("on_expiry"))
 
         def _parse_expires_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:

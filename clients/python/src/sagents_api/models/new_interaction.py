@@ -11,7 +11,9 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.new_interaction_payload import NewInteractionPayload
-    from ..models.on_expiry import OnExpiry
+    from ..models.on_expiry_type_0 import OnExpiryType0
+    from ..models.on_expiry_type_1 import OnExpiryType1
+    from ..models.on_expiry_type_2 import OnExpiryType2
 
 
 T = TypeVar("T", bound="NewInteraction")
@@ -28,7 +30,7 @@ class NewInteraction:
         expires_in_seconds (int | None | Unset): The deadline, counted from the suspension's commit.
         warn_before_seconds (int | None | Unset): Announces the deadline this long before it (`interaction.expiring`,
             once).
-        on_expiry (None | OnExpiry | Unset):
+        on_expiry (None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset):
     """
 
     interaction_type: InteractionType
@@ -37,10 +39,12 @@ class NewInteraction:
     expires_at: datetime.datetime | None | Unset = UNSET
     expires_in_seconds: int | None | Unset = UNSET
     warn_before_seconds: int | None | Unset = UNSET
-    on_expiry: None | OnExpiry | Unset = UNSET
+    on_expiry: None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.on_expiry import OnExpiry
+        from ..models.on_expiry_type_0 import OnExpiryType0
+        from ..models.on_expiry_type_1 import OnExpiryType1
+        from ..models.on_expiry_type_2 import OnExpiryType2
 
         interaction_type = self.interaction_type.value
 
@@ -73,7 +77,11 @@ class NewInteraction:
         on_expiry: dict[str, Any] | None | Unset
         if isinstance(self.on_expiry, Unset):
             on_expiry = UNSET
-        elif isinstance(self.on_expiry, OnExpiry):
+        elif (
+            isinstance(self.on_expiry, OnExpiryType0)
+            or isinstance(self.on_expiry, OnExpiryType1)
+            or isinstance(self.on_expiry, OnExpiryType2)
+        ):
             on_expiry = self.on_expiry.to_dict()
         else:
             on_expiry = self.on_expiry
@@ -102,7 +110,9 @@ class NewInteraction:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.new_interaction_payload import NewInteractionPayload
-        from ..models.on_expiry import OnExpiry
+        from ..models.on_expiry_type_0 import OnExpiryType0
+        from ..models.on_expiry_type_1 import OnExpiryType1
+        from ..models.on_expiry_type_2 import OnExpiryType2
 
         d = dict(src_dict)
         interaction_type = InteractionType(d.pop("interaction_type"))
@@ -155,7 +165,9 @@ class NewInteraction:
             d.pop("warn_before_seconds", UNSET)
         )
 
-        def _parse_on_expiry(data: object) -> None | OnExpiry | Unset:
+        def _parse_on_expiry(
+            data: object,
+        ) -> None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -163,12 +175,30 @@ class NewInteraction:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                on_expiry_type_1 = OnExpiry.from_dict(data)
+                componentsschemas_on_expiry_type_0 = OnExpiryType0.from_dict(data)
 
-                return on_expiry_type_1
+                return componentsschemas_on_expiry_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(None | OnExpiry | Unset, data)
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_on_expiry_type_1 = OnExpiryType1.from_dict(data)
+
+                return componentsschemas_on_expiry_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_on_expiry_type_2 = OnExpiryType2.from_dict(data)
+
+                return componentsschemas_on_expiry_type_2
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(
+                None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset, data
+            )
 
         on_expiry = _parse_on_expiry(d.pop("on_expiry", UNSET))
 

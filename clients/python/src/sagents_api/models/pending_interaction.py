@@ -11,7 +11,9 @@ from ..models.interaction_type import InteractionType
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.on_expiry import OnExpiry
+    from ..models.on_expiry_type_0 import OnExpiryType0
+    from ..models.on_expiry_type_1 import OnExpiryType1
+    from ..models.on_expiry_type_2 import OnExpiryType2
     from ..models.pending_interaction_payload import PendingInteractionPayload
 
 
@@ -30,9 +32,8 @@ class PendingInteraction:
         payload_sha256 (str): The payload's digest, for a reply to bind its answer to it (`payload_sha256`).
         revision (int):
         requested_at (datetime.datetime):
-        on_expiry (OnExpiry): What happens when a pending interaction's deadline passes: its run fails (`fail`, the
-            default), is cancelled (`cancel`), or goes on with `decision`, one of the interaction's
-            allowed decisions, recorded as resolved by `system:expiry` (`decide`).
+        on_expiry (OnExpiryType0 | OnExpiryType1 | OnExpiryType2): `OnExpiry` as sent and served: one shape per action,
+            so a decision goes with `decide` only.
         expires_at (datetime.datetime | None | Unset):
     """
 
@@ -44,11 +45,14 @@ class PendingInteraction:
     payload_sha256: str
     revision: int
     requested_at: datetime.datetime
-    on_expiry: OnExpiry
+    on_expiry: OnExpiryType0 | OnExpiryType1 | OnExpiryType2
     expires_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.on_expiry_type_0 import OnExpiryType0
+        from ..models.on_expiry_type_1 import OnExpiryType1
+
         id = self.id
 
         run_id = self.run_id
@@ -65,7 +69,13 @@ class PendingInteraction:
 
         requested_at = self.requested_at.isoformat()
 
-        on_expiry = self.on_expiry.to_dict()
+        on_expiry: dict[str, Any]
+        if isinstance(self.on_expiry, OnExpiryType0) or isinstance(
+            self.on_expiry, OnExpiryType1
+        ):
+            on_expiry = self.on_expiry.to_dict()
+        else:
+            on_expiry = self.on_expiry.to_dict()
 
         expires_at: None | str | Unset
         if isinstance(self.expires_at, Unset):
@@ -97,7 +107,9 @@ class PendingInteraction:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.on_expiry import OnExpiry
+        from ..models.on_expiry_type_0 import OnExpiryType0
+        from ..models.on_expiry_type_1 import OnExpiryType1
+        from ..models.on_expiry_type_2 import OnExpiryType2
         from ..models.pending_interaction_payload import PendingInteractionPayload
 
         d = dict(src_dict)
@@ -117,7 +129,32 @@ class PendingInteraction:
 
         requested_at = datetime.datetime.fromisoformat(d.pop("requested_at"))
 
-        on_expiry = OnExpiry.from_dict(d.pop("on_expiry"))
+        def _parse_on_expiry(
+            data: object,
+        ) -> OnExpiryType0 | OnExpiryType1 | OnExpiryType2:
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_on_expiry_type_0 = OnExpiryType0.from_dict(data)
+
+                return componentsschemas_on_expiry_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_on_expiry_type_1 = OnExpiryType1.from_dict(data)
+
+                return componentsschemas_on_expiry_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            if not isinstance(data, dict):
+                raise TypeError()
+            componentsschemas_on_expiry_type_2 = OnExpiryType2.from_dict(data)
+
+            return componentsschemas_on_expiry_type_2
+
+        on_expiry = _parse_on_expiry(d.pop("on_expiry"))
 
         def _parse_expires_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:

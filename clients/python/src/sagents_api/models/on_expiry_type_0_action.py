@@ -1,9 +1,7 @@
 from enum import StrEnum
 
 
-class ExpiryAction(StrEnum):
-    CANCEL = "cancel"
-    DECIDE = "decide"
+class OnExpiryType0Action(StrEnum):
     FAIL = "fail"
 
     def __str__(self) -> str:
