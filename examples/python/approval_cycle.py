@@ -32,8 +32,8 @@ from sagents_api.models import (
     NewCheckpointState,
     NewInteraction,
     NewInteractionPayload,
-    OnExpiryType2,
-    OnExpiryType2Action,
+    OnExpiryDecide,
+    OnExpiryDecideAction,
     ReplyInteraction,
     SuspendRun,
     SuspensionReason,
@@ -74,7 +74,7 @@ def main() -> None:
             allowed_decisions=["approve", "deny"],
             payload=NewInteractionPayload.from_dict({"command": "deploy production"}),
             expires_in_seconds=3600,
-            on_expiry=OnExpiryType2(action=OnExpiryType2Action.DECIDE, decision="deny")),
+            on_expiry=OnExpiryDecide(action=OnExpiryDecideAction.DECIDE, decision="deny")),
     )))
 
     inbox = ok(list_inbox.sync_detailed(client=front, limit=100))

@@ -90,8 +90,11 @@ impl Default for OnExpiry {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum OnExpiryWire {
+    #[schema(title = "OnExpiryFail")]
     Fail,
+    #[schema(title = "OnExpiryCancel")]
     Cancel,
+    #[schema(title = "OnExpiryDecide")]
     Decide {
         #[schema(min_length = 1, max_length = 128)]
         decision: String,

@@ -58,12 +58,12 @@ from .new_checkpoint import NewCheckpoint
 from .new_checkpoint_state import NewCheckpointState
 from .new_interaction import NewInteraction
 from .new_interaction_payload import NewInteractionPayload
-from .on_expiry_type_0 import OnExpiryType0
-from .on_expiry_type_0_action import OnExpiryType0Action
-from .on_expiry_type_1 import OnExpiryType1
-from .on_expiry_type_1_action import OnExpiryType1Action
-from .on_expiry_type_2 import OnExpiryType2
-from .on_expiry_type_2_action import OnExpiryType2Action
+from .on_expiry_cancel import OnExpiryCancel
+from .on_expiry_cancel_action import OnExpiryCancelAction
+from .on_expiry_decide import OnExpiryDecide
+from .on_expiry_decide_action import OnExpiryDecideAction
+from .on_expiry_fail import OnExpiryFail
+from .on_expiry_fail_action import OnExpiryFailAction
 from .pause_behavior import PauseBehavior
 from .pending_interaction import PendingInteraction
 from .pending_interaction_payload import PendingInteractionPayload
@@ -175,12 +175,12 @@ __all__ = (
     "NewCheckpointState",
     "NewInteraction",
     "NewInteractionPayload",
-    "OnExpiryType0",
-    "OnExpiryType0Action",
-    "OnExpiryType1",
-    "OnExpiryType1Action",
-    "OnExpiryType2",
-    "OnExpiryType2Action",
+    "OnExpiryCancel",
+    "OnExpiryCancelAction",
+    "OnExpiryDecide",
+    "OnExpiryDecideAction",
+    "OnExpiryFail",
+    "OnExpiryFailAction",
     "PauseBehavior",
     "PendingInteraction",
     "PendingInteractionPayload",

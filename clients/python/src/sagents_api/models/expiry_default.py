@@ -8,9 +8,9 @@ from attrs import define as _attrs_define
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.on_expiry_type_0 import OnExpiryType0
-    from ..models.on_expiry_type_1 import OnExpiryType1
-    from ..models.on_expiry_type_2 import OnExpiryType2
+    from ..models.on_expiry_cancel import OnExpiryCancel
+    from ..models.on_expiry_decide import OnExpiryDecide
+    from ..models.on_expiry_fail import OnExpiryFail
 
 
 T = TypeVar("T", bound="ExpiryDefault")
@@ -23,17 +23,17 @@ class ExpiryDefault:
     Attributes:
         expires_in_seconds (int):
         warn_before_seconds (int | None | Unset):
-        on_expiry (None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset):
+        on_expiry (None | OnExpiryCancel | OnExpiryDecide | OnExpiryFail | Unset):
     """
 
     expires_in_seconds: int
     warn_before_seconds: int | None | Unset = UNSET
-    on_expiry: None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset = UNSET
+    on_expiry: None | OnExpiryCancel | OnExpiryDecide | OnExpiryFail | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.on_expiry_type_0 import OnExpiryType0
-        from ..models.on_expiry_type_1 import OnExpiryType1
-        from ..models.on_expiry_type_2 import OnExpiryType2
+        from ..models.on_expiry_cancel import OnExpiryCancel
+        from ..models.on_expiry_decide import OnExpiryDecide
+        from ..models.on_expiry_fail import OnExpiryFail
 
         expires_in_seconds = self.expires_in_seconds
 
@@ -47,9 +47,9 @@ class ExpiryDefault:
         if isinstance(self.on_expiry, Unset):
             on_expiry = UNSET
         elif (
-            isinstance(self.on_expiry, OnExpiryType0)
-            or isinstance(self.on_expiry, OnExpiryType1)
-            or isinstance(self.on_expiry, OnExpiryType2)
+            isinstance(self.on_expiry, OnExpiryFail)
+            or isinstance(self.on_expiry, OnExpiryCancel)
+            or isinstance(self.on_expiry, OnExpiryDecide)
         ):
             on_expiry = self.on_expiry.to_dict()
         else:
@@ -71,9 +71,9 @@ class ExpiryDefault:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.on_expiry_type_0 import OnExpiryType0
-        from ..models.on_expiry_type_1 import OnExpiryType1
-        from ..models.on_expiry_type_2 import OnExpiryType2
+        from ..models.on_expiry_cancel import OnExpiryCancel
+        from ..models.on_expiry_decide import OnExpiryDecide
+        from ..models.on_expiry_fail import OnExpiryFail
 
         d = dict(src_dict)
         expires_in_seconds = d.pop("expires_in_seconds")
@@ -91,7 +91,7 @@ class ExpiryDefault:
 
         def _parse_on_expiry(
             data: object,
-        ) -> None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset:
+        ) -> None | OnExpiryCancel | OnExpiryDecide | OnExpiryFail | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -99,29 +99,35 @@ class ExpiryDefault:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_on_expiry_type_0 = OnExpiryType0.from_dict(data)
+                componentsschemas_on_expiry_on_expiry_fail = OnExpiryFail.from_dict(
+                    data
+                )
 
-                return componentsschemas_on_expiry_type_0
+                return componentsschemas_on_expiry_on_expiry_fail
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_on_expiry_type_1 = OnExpiryType1.from_dict(data)
+                componentsschemas_on_expiry_on_expiry_cancel = OnExpiryCancel.from_dict(
+                    data
+                )
 
-                return componentsschemas_on_expiry_type_1
+                return componentsschemas_on_expiry_on_expiry_cancel
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_on_expiry_type_2 = OnExpiryType2.from_dict(data)
+                componentsschemas_on_expiry_on_expiry_decide = OnExpiryDecide.from_dict(
+                    data
+                )
 
-                return componentsschemas_on_expiry_type_2
+                return componentsschemas_on_expiry_on_expiry_decide
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(
-                None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset, data
+                None | OnExpiryCancel | OnExpiryDecide | OnExpiryFail | Unset, data
             )
 
         on_expiry = _parse_on_expiry(d.pop("on_expiry", UNSET))

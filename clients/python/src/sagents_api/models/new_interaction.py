@@ -11,9 +11,9 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.new_interaction_payload import NewInteractionPayload
-    from ..models.on_expiry_type_0 import OnExpiryType0
-    from ..models.on_expiry_type_1 import OnExpiryType1
-    from ..models.on_expiry_type_2 import OnExpiryType2
+    from ..models.on_expiry_cancel import OnExpiryCancel
+    from ..models.on_expiry_decide import OnExpiryDecide
+    from ..models.on_expiry_fail import OnExpiryFail
 
 
 T = TypeVar("T", bound="NewInteraction")
@@ -30,7 +30,7 @@ class NewInteraction:
         expires_in_seconds (int | None | Unset): The deadline, counted from the suspension's commit.
         warn_before_seconds (int | None | Unset): Announces the deadline this long before it (`interaction.expiring`,
             once).
-        on_expiry (None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset):
+        on_expiry (None | OnExpiryCancel | OnExpiryDecide | OnExpiryFail | Unset):
     """
 
     interaction_type: InteractionType
@@ -39,12 +39,12 @@ class NewInteraction:
     expires_at: datetime.datetime | None | Unset = UNSET
     expires_in_seconds: int | None | Unset = UNSET
     warn_before_seconds: int | None | Unset = UNSET
-    on_expiry: None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset = UNSET
+    on_expiry: None | OnExpiryCancel | OnExpiryDecide | OnExpiryFail | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.on_expiry_type_0 import OnExpiryType0
-        from ..models.on_expiry_type_1 import OnExpiryType1
-        from ..models.on_expiry_type_2 import OnExpiryType2
+        from ..models.on_expiry_cancel import OnExpiryCancel
+        from ..models.on_expiry_decide import OnExpiryDecide
+        from ..models.on_expiry_fail import OnExpiryFail
 
         interaction_type = self.interaction_type.value
 
@@ -78,9 +78,9 @@ class NewInteraction:
         if isinstance(self.on_expiry, Unset):
             on_expiry = UNSET
         elif (
-            isinstance(self.on_expiry, OnExpiryType0)
-            or isinstance(self.on_expiry, OnExpiryType1)
-            or isinstance(self.on_expiry, OnExpiryType2)
+            isinstance(self.on_expiry, OnExpiryFail)
+            or isinstance(self.on_expiry, OnExpiryCancel)
+            or isinstance(self.on_expiry, OnExpiryDecide)
         ):
             on_expiry = self.on_expiry.to_dict()
         else:
@@ -110,9 +110,9 @@ class NewInteraction:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.new_interaction_payload import NewInteractionPayload
-        from ..models.on_expiry_type_0 import OnExpiryType0
-        from ..models.on_expiry_type_1 import OnExpiryType1
-        from ..models.on_expiry_type_2 import OnExpiryType2
+        from ..models.on_expiry_cancel import OnExpiryCancel
+        from ..models.on_expiry_decide import OnExpiryDecide
+        from ..models.on_expiry_fail import OnExpiryFail
 
         d = dict(src_dict)
         interaction_type = InteractionType(d.pop("interaction_type"))
@@ -167,7 +167,7 @@ class NewInteraction:
 
         def _parse_on_expiry(
             data: object,
-        ) -> None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset:
+        ) -> None | OnExpiryCancel | OnExpiryDecide | OnExpiryFail | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -175,29 +175,35 @@ class NewInteraction:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_on_expiry_type_0 = OnExpiryType0.from_dict(data)
+                componentsschemas_on_expiry_on_expiry_fail = OnExpiryFail.from_dict(
+                    data
+                )
 
-                return componentsschemas_on_expiry_type_0
+                return componentsschemas_on_expiry_on_expiry_fail
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_on_expiry_type_1 = OnExpiryType1.from_dict(data)
+                componentsschemas_on_expiry_on_expiry_cancel = OnExpiryCancel.from_dict(
+                    data
+                )
 
-                return componentsschemas_on_expiry_type_1
+                return componentsschemas_on_expiry_on_expiry_cancel
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_on_expiry_type_2 = OnExpiryType2.from_dict(data)
+                componentsschemas_on_expiry_on_expiry_decide = OnExpiryDecide.from_dict(
+                    data
+                )
 
-                return componentsschemas_on_expiry_type_2
+                return componentsschemas_on_expiry_on_expiry_decide
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(
-                None | OnExpiryType0 | OnExpiryType1 | OnExpiryType2 | Unset, data
+                None | OnExpiryCancel | OnExpiryDecide | OnExpiryFail | Unset, data
             )
 
         on_expiry = _parse_on_expiry(d.pop("on_expiry", UNSET))

@@ -11,9 +11,9 @@ from ..models.interaction_type import InteractionType
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.on_expiry_type_0 import OnExpiryType0
-    from ..models.on_expiry_type_1 import OnExpiryType1
-    from ..models.on_expiry_type_2 import OnExpiryType2
+    from ..models.on_expiry_cancel import OnExpiryCancel
+    from ..models.on_expiry_decide import OnExpiryDecide
+    from ..models.on_expiry_fail import OnExpiryFail
     from ..models.pending_interaction_payload import PendingInteractionPayload
 
 
@@ -32,7 +32,7 @@ class PendingInteraction:
         payload_sha256 (str): The payload's digest, for a reply to bind its answer to it (`payload_sha256`).
         revision (int):
         requested_at (datetime.datetime):
-        on_expiry (OnExpiryType0 | OnExpiryType1 | OnExpiryType2): `OnExpiry` as sent and served: one shape per action,
+        on_expiry (OnExpiryCancel | OnExpiryDecide | OnExpiryFail): `OnExpiry` as sent and served: one shape per action,
             so a decision goes with `decide` only.
         expires_at (datetime.datetime | None | Unset):
     """
@@ -45,13 +45,13 @@ class PendingInteraction:
     payload_sha256: str
     revision: int
     requested_at: datetime.datetime
-    on_expiry: OnExpiryType0 | OnExpiryType1 | OnExpiryType2
+    on_expiry: OnExpiryCancel | OnExpiryDecide | OnExpiryFail
     expires_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.on_expiry_type_0 import OnExpiryType0
-        from ..models.on_expiry_type_1 import OnExpiryType1
+        from ..models.on_expiry_cancel import OnExpiryCancel
+        from ..models.on_expiry_fail import OnExpiryFail
 
         id = self.id
 
@@ -70,8 +70,8 @@ class PendingInteraction:
         requested_at = self.requested_at.isoformat()
 
         on_expiry: dict[str, Any]
-        if isinstance(self.on_expiry, OnExpiryType0) or isinstance(
-            self.on_expiry, OnExpiryType1
+        if isinstance(self.on_expiry, OnExpiryFail) or isinstance(
+            self.on_expiry, OnExpiryCancel
         ):
             on_expiry = self.on_expiry.to_dict()
         else:
@@ -107,9 +107,9 @@ class PendingInteraction:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.on_expiry_type_0 import OnExpiryType0
-        from ..models.on_expiry_type_1 import OnExpiryType1
-        from ..models.on_expiry_type_2 import OnExpiryType2
+        from ..models.on_expiry_cancel import OnExpiryCancel
+        from ..models.on_expiry_decide import OnExpiryDecide
+        from ..models.on_expiry_fail import OnExpiryFail
         from ..models.pending_interaction_payload import PendingInteractionPayload
 
         d = dict(src_dict)
@@ -131,28 +131,34 @@ class PendingInteraction:
 
         def _parse_on_expiry(
             data: object,
-        ) -> OnExpiryType0 | OnExpiryType1 | OnExpiryType2:
+        ) -> OnExpiryCancel | OnExpiryDecide | OnExpiryFail:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_on_expiry_type_0 = OnExpiryType0.from_dict(data)
+                componentsschemas_on_expiry_on_expiry_fail = OnExpiryFail.from_dict(
+                    data
+                )
 
-                return componentsschemas_on_expiry_type_0
+                return componentsschemas_on_expiry_on_expiry_fail
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_on_expiry_type_1 = OnExpiryType1.from_dict(data)
+                componentsschemas_on_expiry_on_expiry_cancel = OnExpiryCancel.from_dict(
+                    data
+                )
 
-                return componentsschemas_on_expiry_type_1
+                return componentsschemas_on_expiry_on_expiry_cancel
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             if not isinstance(data, dict):
                 raise TypeError()
-            componentsschemas_on_expiry_type_2 = OnExpiryType2.from_dict(data)
+            componentsschemas_on_expiry_on_expiry_decide = OnExpiryDecide.from_dict(
+                data
+            )
 
-            return componentsschemas_on_expiry_type_2
+            return componentsschemas_on_expiry_on_expiry_decide
 
         on_expiry = _parse_on_expiry(d.pop("on_expiry"))
 

@@ -1,7 +1,7 @@
 from enum import StrEnum
 
 
-class OnExpiryType0Action(StrEnum):
+class OnExpiryFailAction(StrEnum):
     FAIL = "fail"
 
     def __str__(self) -> str:

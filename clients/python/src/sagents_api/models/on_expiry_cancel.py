@@ -6,33 +6,28 @@ from typing import Any, Self, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
-from ..models.on_expiry_type_2_action import OnExpiryType2Action
+from ..models.on_expiry_cancel_action import OnExpiryCancelAction
 
-T = TypeVar("T", bound="OnExpiryType2")
+T = TypeVar("T", bound="OnExpiryCancel")
 
 
 @_attrs_define
-class OnExpiryType2:
+class OnExpiryCancel:
     """
     Attributes:
-        decision (str):
-        action (OnExpiryType2Action):
+        action (OnExpiryCancelAction):
     """
 
-    decision: str
-    action: OnExpiryType2Action
+    action: OnExpiryCancelAction
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        decision = self.decision
-
         action = self.action.value
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
-                "decision": decision,
                 "action": action,
             }
         )
@@ -42,17 +37,14 @@ class OnExpiryType2:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
-        decision = d.pop("decision")
+        action = OnExpiryCancelAction(d.pop("action"))
 
-        action = OnExpiryType2Action(d.pop("action"))
-
-        on_expiry_type_2 = cls(
-            decision=decision,
+        on_expiry_cancel = cls(
             action=action,
         )
 
-        on_expiry_type_2.additional_properties = d
-        return on_expiry_type_2
+        on_expiry_cancel.additional_properties = d
+        return on_expiry_cancel
 
     @property
     def additional_keys(self) -> list[str]:

@@ -1,7 +1,7 @@
 from enum import StrEnum
 
 
-class OnExpiryType2Action(StrEnum):
+class OnExpiryDecideAction(StrEnum):
     DECIDE = "decide"
 
     def __str__(self) -> str:

@@ -6,28 +6,33 @@ from typing import Any, Self, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
-from ..models.on_expiry_type_0_action import OnExpiryType0Action
+from ..models.on_expiry_decide_action import OnExpiryDecideAction
 
-T = TypeVar("T", bound="OnExpiryType0")
+T = TypeVar("T", bound="OnExpiryDecide")
 
 
 @_attrs_define
-class OnExpiryType0:
+class OnExpiryDecide:
     """
     Attributes:
-        action (OnExpiryType0Action):
+        decision (str):
+        action (OnExpiryDecideAction):
     """
 
-    action: OnExpiryType0Action
+    decision: str
+    action: OnExpiryDecideAction
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        decision = self.decision
+
         action = self.action.value
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
+                "decision": decision,
                 "action": action,
             }
         )
@@ -37,14 +42,17 @@ class OnExpiryType0:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
-        action = OnExpiryType0Action(d.pop("action"))
+        decision = d.pop("decision")
 
-        on_expiry_type_0 = cls(
+        action = OnExpiryDecideAction(d.pop("action"))
+
+        on_expiry_decide = cls(
+            decision=decision,
             action=action,
         )
 
-        on_expiry_type_0.additional_properties = d
-        return on_expiry_type_0
+        on_expiry_decide.additional_properties = d
+        return on_expiry_decide
 
     @property
     def additional_keys(self) -> list[str]:

@@ -6,19 +6,19 @@ from typing import Any, Self, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
-from ..models.on_expiry_type_1_action import OnExpiryType1Action
+from ..models.on_expiry_fail_action import OnExpiryFailAction
 
-T = TypeVar("T", bound="OnExpiryType1")
+T = TypeVar("T", bound="OnExpiryFail")
 
 
 @_attrs_define
-class OnExpiryType1:
+class OnExpiryFail:
     """
     Attributes:
-        action (OnExpiryType1Action):
+        action (OnExpiryFailAction):
     """
 
-    action: OnExpiryType1Action
+    action: OnExpiryFailAction
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -37,14 +37,14 @@ class OnExpiryType1:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
-        action = OnExpiryType1Action(d.pop("action"))
+        action = OnExpiryFailAction(d.pop("action"))
 
-        on_expiry_type_1 = cls(
+        on_expiry_fail = cls(
             action=action,
         )
 
-        on_expiry_type_1.additional_properties = d
-        return on_expiry_type_1
+        on_expiry_fail.additional_properties = d
+        return on_expiry_fail
 
     @property
     def additional_keys(self) -> list[str]:

@@ -1,7 +1,7 @@
 from enum import StrEnum
 
 
-class OnExpiryType1Action(StrEnum):
+class OnExpiryCancelAction(StrEnum):
     CANCEL = "cancel"
 
     def __str__(self) -> str:
