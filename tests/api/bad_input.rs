@@ -70,10 +70,43 @@ async fn bad_input_is_refused_and_changes_nothing(backend: Backend) {
         }
         body
     };
+    // Deadlines and what they do: each refused on the field named.
+    let expiry_cases = [
+        (
+            "two deadlines",
+            json!({"expires_at": "2999-01-01T00:00:00Z", "expires_in_seconds": 60}),
+            "interaction.expires_in_seconds",
+        ),
+        (
+            "a deadline of no time",
+            json!({"expires_in_seconds": 0}),
+            "interaction.expires_in_seconds",
+        ),
+        (
+            "a warning without a deadline",
+            json!({"warn_before_seconds": 10}),
+            "interaction.warn_before_seconds",
+        ),
+        (
+            "an expiry decision left out",
+            json!({"expires_in_seconds": 60, "on_expiry": {"action": "decide"}}),
+            "interaction.on_expiry.decision",
+        ),
+        (
+            "an expiry decision not allowed",
+            json!({"expires_in_seconds": 60, "on_expiry": {"action": "decide", "decision": "maybe"}}),
+            "interaction.on_expiry.decision",
+        ),
+        (
+            "an unknown expiry action",
+            json!({"expires_in_seconds": 60, "on_expiry": {"action": "explode"}}),
+            "interaction.on_expiry.action",
+        ),
+    ];
     let mut wrong_nested_type = suspend_body(1, 2, false);
     wrong_nested_type["checkpoint"]["sequence"] = json!("two");
 
-    let cases = vec![
+    let mut cases = vec![
         Case {
             name: "malformed JSON",
             method: Method::POST,
@@ -224,70 +257,6 @@ async fn bad_input_is_refused_and_changes_nothing(backend: Backend) {
             422,
             "request.invalid",
             Some("interaction.allowed_decisions"),
-        ),
-        json_case(
-            "two deadlines",
-            Method::POST,
-            &suspend,
-            &rt,
-            with_interaction(
-                json!({"expires_at": "2999-01-01T00:00:00Z", "expires_in_seconds": 60}),
-            ),
-            422,
-            "request.invalid",
-            Some("interaction.expires_in_seconds"),
-        ),
-        json_case(
-            "a deadline of no time",
-            Method::POST,
-            &suspend,
-            &rt,
-            with_interaction(json!({"expires_in_seconds": 0})),
-            422,
-            "request.invalid",
-            Some("interaction.expires_in_seconds"),
-        ),
-        json_case(
-            "a warning without a deadline",
-            Method::POST,
-            &suspend,
-            &rt,
-            with_interaction(json!({"warn_before_seconds": 10})),
-            422,
-            "request.invalid",
-            Some("interaction.warn_before_seconds"),
-        ),
-        json_case(
-            "an expiry decision left out",
-            Method::POST,
-            &suspend,
-            &rt,
-            with_interaction(json!({"expires_in_seconds": 60, "on_expiry": {"action": "decide"}})),
-            422,
-            "request.invalid",
-            Some("interaction.on_expiry.decision"),
-        ),
-        json_case(
-            "an expiry decision not allowed",
-            Method::POST,
-            &suspend,
-            &rt,
-            with_interaction(
-                json!({"expires_in_seconds": 60, "on_expiry": {"action": "decide", "decision": "maybe"}}),
-            ),
-            422,
-            "request.invalid",
-            Some("interaction.on_expiry.decision"),
-        ),
-        json_case(
-            "an unknown expiry action",
-            Method::POST,
-            &suspend,
-            &rt,
-            with_interaction(json!({"expires_in_seconds": 60, "on_expiry": {"action": "explode"}})),
-            422,
-            "request.invalid",
-            Some("interaction.on_expiry.action"),
         ),
         json_case(
             "wrong nested type",
@@ -489,6 +458,19 @@ async fn bad_input_is_refused_and_changes_nothing(backend: Backend) {
             Some("after"),
         ),
     ];
+    cases.extend(expiry_cases.into_iter().map(|(name, fields, field)| {
+        let body = with_interaction(fields);
+        json_case(
+            name,
+            Method::POST,
+            &suspend,
+            &rt,
+            body,
+            422,
+            "request.invalid",
+            Some(field),
+        )
+    }));
 
     let (etag, before) = app.snapshot(&s.session_id).await;
     let mut seen = std::collections::HashSet::new();
